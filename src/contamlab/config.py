@@ -1,0 +1,77 @@
+"""Hydra glue: composing config groups outside an app, and the error boundary of the entry points."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from contamlab.errors import ContamlabError
+
+log = logging.getLogger("contamlab")
+
+
+def config_dir() -> Path:
+    """The repository's ``configs/`` directory (override with ``CONTAMLAB_CONFIG_DIR``)."""
+    import os
+
+    override = os.environ.get("CONTAMLAB_CONFIG_DIR")
+    path = Path(override) if override else Path(__file__).resolve().parents[2] / "configs"
+    if not path.is_dir():
+        raise ContamlabError(f"config directory {path} not found; set CONTAMLAB_CONFIG_DIR to the repo's configs/")
+    return path
+
+
+def compose(config_name: str = "evaluate", overrides: Sequence[str] = ()) -> DictConfig:
+    """Compose a primary config (``train`` or ``evaluate``) with command-line style overrides, outside an app.
+
+    Example:
+        >>> cfg = compose("train", ["model=tiny", "domain=arith_pq"])
+    """
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+
+    if GlobalHydra.instance().is_initialized():
+        GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+            return hydra_compose(config_name=config_name, overrides=list(overrides), return_hydra_config=False)
+    except HydraException as err:
+        raise ContamlabError(f"config error: {str(err).splitlines()[0]}") from None
+
+
+def run_safely(fn: Callable[[DictConfig], Any], cfg: DictConfig) -> Any:
+    """Run an entry point's ``run(cfg)``; a :class:`ContamlabError` becomes one line on stderr and exit status 2."""
+    try:
+        return fn(cfg)
+    except ContamlabError as err:
+        print(f"contamlab: error: {err}", file=sys.stderr)
+        sys.exit(2)
+
+
+def build(node: Any, what: str, **kwargs: Any) -> Any:
+    """``hydra.utils.instantiate`` a config node; config mistakes and our own errors become a ContamlabError.
+
+    Args:
+        node: The config node holding ``_target_``.
+        what: The config key it came from (``strategy``, ``domain`` …), named in error messages.
+        **kwargs: Extra arguments passed to the target.
+    """
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+
+    try:
+        return instantiate(node, _convert_="all", **kwargs)
+    except InstantiationException as err:
+        cause = err.__cause__
+        while cause is not None and not isinstance(cause, ContamlabError):
+            cause = cause.__cause__
+        if isinstance(cause, ContamlabError):
+            raise cause from None
+        raise ContamlabError(f"{what} config: {str(err).splitlines()[0]}") from None

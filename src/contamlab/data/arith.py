@@ -1,0 +1,937 @@
+"""Deterministic generator of synthetic grade-school arithmetic word problems in GSM8K format.
+
+The data of the offline "default world": a tiny GPT-NeoX trained from scratch on CPU learns these problems
+well enough that its solve probabilities spread over [0, 1] (see the feasibility study in
+``shared/notes/default-world-feasibility.md``).
+
+Four problem families, each with ``k`` in 1..4 operations and a difficulty level in 1..3:
+
+* ``chain``: a person starts with some objects and ``k`` events change the count (+, -, x, exact /; no
+  division at level 1).
+* ``shop``: items bought at a unit price (x); ``k=2`` pays with a bill and asks for the change (-); ``k=3``
+  buys a second item and asks for the total (x, +); ``k=4`` does both.
+* ``groups``: containers holding equal numbers of objects (x), some added (+) and some removed (-) in either
+  order, then shared equally among friends (exact /).
+* ``compare``: B has more/fewer than A (+/-), C has m times as many as B (x), then totals (+).
+
+Every problem renders in two styles with the same numbers and answer: ``base`` (the ``arith`` domain) and
+``pq`` (the ``arith_pq`` paraphrase domain, with its own sentence templates for question and solution).
+Solutions have one line per operation with a GSM8K calculator annotation ``<<a op b=result>>result`` (ASCII
+``+ - * /``) and end with ``#### <answer>``. All values (question numbers, operands, intermediate results) lie
+in 0..999, divisions are exact and nothing is negative.
+
+Generation draws everything, template choices included, from ``random.Random`` streams seeded from the
+config, so :func:`generate` is deterministic; :func:`render` is a pure function of the problem (the template
+choices are stored in ``ArithProblem.slots``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+FAMILIES: tuple[str, ...] = ("chain", "shop", "groups", "compare")
+STYLES: tuple[str, ...] = ("base", "pq")
+MAX_VALUE = 999
+_N_VARIANTS = 16  # template-choice integers stored per style (a problem renders at most 10 pieces)
+
+# Names with (subject, object, possessive) pronouns: 10 "she", 10 "he".
+_PRONOUNS = {"she": ("she", "her", "her"), "he": ("he", "him", "his")}
+_NAMES: dict[str, str] = {
+    "Mia": "she", "Leo": "he", "Ava": "she", "Ben": "he", "Zoe": "she", "Sam": "he", "Lily": "she",
+    "Max": "he", "Emma": "she", "Noah": "he", "Ella": "she", "Omar": "he", "Ruby": "she", "Jack": "he",
+    "Nina": "she", "Ivan": "he", "Rosa": "she", "Theo": "he", "Lena": "she", "Owen": "he",
+}  # fmt: skip
+_OBJECTS: tuple[str, ...] = (
+    "stickers", "marbles", "apples", "cookies", "pencils", "shells", "stamps", "cards", "beads", "buttons",
+    "crayons", "oranges", "eggs", "books", "coins", "toys", "balloons", "flowers", "rocks", "ribbons",
+)  # fmt: skip
+# Shop items and containers as (singular, plural).
+_ITEMS: tuple[tuple[str, str], ...] = (
+    ("pen", "pens"), ("notebook", "notebooks"), ("muffin", "muffins"), ("eraser", "erasers"),
+    ("candle", "candles"), ("mug", "mugs"), ("kite", "kites"), ("bracelet", "bracelets"),
+    ("puzzle", "puzzles"), ("magnet", "magnets"),
+)  # fmt: skip
+_CONTAINERS: tuple[tuple[str, str], ...] = (
+    ("box", "boxes"), ("bag", "bags"), ("basket", "baskets"), ("jar", "jars"), ("crate", "crates"),
+    ("tray", "trays"),
+)  # fmt: skip
+_BILLS: tuple[int, ...] = (5, 10, 20, 50, 100, 200, 500)
+
+
+@dataclass(frozen=True)
+class ArithConfig:
+    """Settings of the generator.
+
+    Attributes:
+        n_train: Number of training problems.
+        n_test: Number of test problems.
+        seed: Seed of the generator; the same config always gives the same problems.
+        level_weights: Relative weight of each difficulty level (level ``i + 1`` has ``level_weights[i]``).
+        k_weights: Relative weight of each number of operations (``k = i + 1``; at most 4 entries).
+        num_max: Largest operand (start values, added/removed amounts, prices) per level.
+        mul_max: Largest multiplier/divisor (factors, item counts, containers, piles, friends) per level.
+    """
+
+    n_train: int = 6000
+    n_test: int = 200
+    seed: int = 0
+    level_weights: tuple[float, ...] = (2, 2, 1)
+    k_weights: tuple[float, ...] = (1, 1, 1, 1)
+    num_max: tuple[int, ...] = (9, 20, 50)
+    mul_max: tuple[int, ...] = (3, 5, 9)
+
+    def __post_init__(self) -> None:
+        if self.n_train < 0 or self.n_test < 0:
+            raise ValueError(f"n_train and n_test must be >= 0, got {self.n_train}, {self.n_test}")
+        if not 1 <= len(self.k_weights) <= 4:
+            raise ValueError(f"k_weights needs 1 to 4 entries (k = 1..4), got {len(self.k_weights)}")
+        if not len(self.level_weights) == len(self.num_max) == len(self.mul_max) >= 1:
+            raise ValueError("level_weights, num_max and mul_max need the same number (>= 1) of entries")
+        for name in ("level_weights", "k_weights"):
+            weights = getattr(self, name)
+            if any(w < 0 for w in weights) or sum(weights) <= 0:
+                raise ValueError(f"{name} must be non-negative with a positive sum, got {weights}")
+        if any(not 2 <= n <= 100 for n in self.num_max):
+            raise ValueError(f"num_max entries must be in 2..100, got {self.num_max}")
+        if any(not 2 <= m <= 20 for m in self.mul_max):
+            raise ValueError(f"mul_max entries must be in 2..20, got {self.mul_max}")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One arithmetic operation ``a op b = result``.
+
+    Attributes:
+        a: Left operand.
+        op: One of ``+ - * /`` (division is always exact).
+        b: Right operand.
+        result: The value of ``a op b``.
+    """
+
+    a: int
+    op: str
+    b: int
+    result: int
+
+
+@dataclass(frozen=True)
+class ArithProblem:
+    """One generated word problem, independent of its wording.
+
+    Attributes:
+        uid: Stable identifier, e.g. ``arith-test-0007``.
+        family: ``chain``, ``shop``, ``groups`` or ``compare``.
+        k: Number of operations (solution lines before ``####``).
+        level: Difficulty level (1-based index into ``ArithConfig.num_max``/``mul_max``).
+        slots: ``(key, value)`` pairs the renderers need besides the steps: names, objects, items,
+            containers and ``var`` (the template choices of both styles). Hashable.
+        steps: The operations in solution order; every number of the question is an operand of some step.
+        answer: The final answer, equal to ``steps[-1].result``.
+    """
+
+    uid: str
+    family: str
+    k: int
+    level: int
+    slots: tuple[tuple[str, Any], ...]
+    steps: tuple[Step, ...]
+    answer: int
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Templates. Keys are "<family>.<piece>"; "q." pieces are question sentences, "s." pieces solution lines.
+# Fields: N name, s/S subject pronoun (lower/capitalised), o object pronoun, p/P possessive, F a second
+# person, obj plural object; numbers by name; calc = "a op b = <<a op b=r>>r" (base), ann = "<<a op b=r>>r"
+# (pq). Every template of a question piece shows exactly that piece's numbers, each once, so both styles
+# share the multiset of question numbers.
+# ----------------------------------------------------------------------------------------------------------
+
+_BASE: dict[str, tuple[str, ...]] = {
+    # chain
+    "chain.q.intro": ("{N} has {x} {obj}.", "{N} owns {x} {obj}.", "{N} starts the day with {x} {obj}."),
+    "chain.q.+": (
+        "{S} buys {n} more.",
+        "Then {s} finds {n} more {obj}.",
+        "{F} gives {o} {n} more {obj}.",
+        "{S} wins {n} more {obj} at a game.",
+    ),
+    "chain.q.-": (
+        "{S} gives {n} {obj} to {F}.",
+        "Then {s} loses {n} of them.",
+        "{S} uses {n} {obj} for a project.",
+    ),
+    "chain.q.*": (
+        "{S} ends up with {n} times as many {obj} as before.",
+        "After a trade, {s} has {n} times as many {obj} as {s} had.",
+        "{F} gives {o} enough {obj} to make {p} pile {n} times as big.",
+    ),
+    "chain.q./": (
+        "{S} splits {p} {obj} equally into {n} piles and keeps one pile.",
+        "{S} divides the {obj} into {n} equal groups and keeps only one group.",
+        "{S} sorts {p} {obj} into {n} equal piles and gives away all but one pile.",
+    ),
+    "chain.q.end": (
+        "How many {obj} does {N} have now?",
+        "How many {obj} does {N} end up with?",
+        "How many {obj} does {N} have at the end?",
+    ),
+    "chain.s.+": (
+        "{N} gets {n} more, so {s} has {calc} {obj}.",
+        "Adding {n} gives {calc} {obj}.",
+        "With {n} more, {N} has {calc} {obj}.",
+    ),
+    "chain.s.-": (
+        "{N} has {n} fewer, so {s} has {calc} {obj}.",
+        "Taking away {n} leaves {calc} {obj}.",
+        "After {n} are gone, {N} has {calc} {obj}.",
+    ),
+    "chain.s.*": (
+        "{n} times as many is {calc} {obj}.",
+        "Multiplying by {n}, {N} has {calc} {obj}.",
+        "{N} now has {calc} {obj}.",
+    ),
+    "chain.s./": (
+        "One of {n} equal piles is {calc} {obj}.",
+        "Dividing by {n} leaves {N} with {calc} {obj}.",
+        "Each pile has {calc} {obj}, and {N} keeps one.",
+    ),
+    # shop
+    "shop.q.intro": (
+        "{N} buys {a} {item} for ${price} each.",
+        "At the store, {N} picks up {a} {item} that cost ${price} each.",
+        "{N} wants {a} {item}, and each one costs ${price}.",
+    ),
+    "shop.q.second": (
+        "{S} also buys {b} {item2} for ${price2} each.",
+        "Then {s} adds {b} {item2} at ${price2} each.",
+        "{S} also gets {b} {item2} that cost ${price2} each.",
+    ),
+    "shop.q.bill": (
+        "{S} pays with a ${bill} bill.",
+        "{S} hands the cashier ${bill}.",
+        "{S} gives the clerk ${bill}.",
+    ),
+    "shop.q.end1": (
+        "How much does {N} spend?",
+        "How many dollars does {N} pay?",
+        "How much do the {item} cost in all?",
+    ),
+    "shop.q.end3": (
+        "How much does {N} spend in total?",
+        "How many dollars does {N} pay altogether?",
+        "What is the total cost of the {item} and the {item2}?",
+    ),
+    "shop.q.change": (
+        "How much change does {N} get back?",
+        "How many dollars of change does {N} receive?",
+        "How much money does {N} get back?",
+    ),
+    "shop.s.*": (
+        "{a} {item} cost {calc} dollars.",
+        "The {item} cost {calc} dollars.",
+        "{N} pays {calc} dollars for the {item}.",
+    ),
+    "shop.s.+": (
+        "Together that is {calc} dollars.",
+        "The total cost is {calc} dollars.",
+        "In all, {N} spends {calc} dollars.",
+    ),
+    "shop.s.-": (
+        "The change is {calc} dollars.",
+        "{N} gets back {calc} dollars.",
+        "So {N} receives {calc} dollars in change.",
+    ),
+    # groups
+    "groups.q.intro": (
+        "{N} has {a} {cont} with {b} {obj} in each {cont1}.",
+        "{N} fills {a} {cont} with {b} {obj} each.",
+        "{N} packs {b} {obj} into each of {a} {cont}.",
+    ),
+    "groups.q.+": (
+        "{S} finds {c} more {obj}.",
+        "{F} gives {o} {c} extra {obj}.",
+        "Then {s} buys {c} more {obj}.",
+    ),
+    "groups.q.-": ("{S} gives away {c} {obj}.", "{S} loses {c} of the {obj}.", "Then {F} takes {c} {obj}."),
+    "groups.q./": (
+        "{S} shares all of {p} {obj} equally among {c} friends.",
+        "{S} splits the {obj} evenly between {c} friends.",
+        "Then {s} divides the {obj} equally among {c} friends.",
+    ),
+    "groups.q.end1": (
+        "How many {obj} does {N} have?",
+        "How many {obj} are there in all?",
+        "How many {obj} are in the {cont}?",
+    ),
+    "groups.q.end": (
+        "How many {obj} does {N} have now?",
+        "How many {obj} does {N} end up with?",
+        "How many {obj} does {N} have at the end?",
+    ),
+    "groups.q.end4": (
+        "How many {obj} does each friend get?",
+        "How many {obj} does one friend receive?",
+        "How many {obj} end up with each friend?",
+    ),
+    "groups.s.*": (
+        "{N} starts with {calc} {obj}.",
+        "{a} {cont} of {b} {obj} make {calc} {obj}.",
+        "There are {calc} {obj} in the {cont}.",
+    ),
+    "groups.s.+": (
+        "With {c} more, {s} has {calc} {obj}.",
+        "Adding {c} gives {calc} {obj}.",
+        "Now {N} has {calc} {obj}.",
+    ),
+    "groups.s.-": (
+        "Without those {c}, {s} has {calc} {obj}.",
+        "Taking away {c} leaves {calc} {obj}.",
+        "Now {N} has {calc} {obj}.",
+    ),
+    "groups.s./": (
+        "Each friend gets {calc} {obj}.",
+        "Sharing among {c} friends gives {calc} {obj} each.",
+        "One friend's share is {calc} {obj}.",
+    ),
+    # compare
+    "compare.q.intro": ("{A} has {a} {obj}.", "{A} collects {a} {obj}.", "{A} owns {a} {obj}."),
+    "compare.q.+": (
+        "{B} has {d} more {obj} than {A}.",
+        "{B} owns {d} more {obj} than {A} does.",
+        "{B} has {d} {obj} more than {A}.",
+    ),
+    "compare.q.-": (
+        "{B} has {d} fewer {obj} than {A}.",
+        "{B} owns {d} fewer {obj} than {A} does.",
+        "{B} has {d} {obj} fewer than {A}.",
+    ),
+    "compare.q.*": (
+        "{C} has {m} times as many {obj} as {B}.",
+        "{C} owns {m} times as many {obj} as {B} does.",
+        "{C} collects {m} times the number of {obj} that {B} has.",
+    ),
+    "compare.q.end1": (
+        "How many {obj} does {B} have?",
+        "How many {obj} does {B} own?",
+        "What number of {obj} does {B} have?",
+    ),
+    "compare.q.end2": (
+        "How many {obj} does {C} have?",
+        "How many {obj} does {C} own?",
+        "What number of {obj} does {C} have?",
+    ),
+    "compare.q.end3": (
+        "How many {obj} do {B} and {C} have together?",
+        "How many {obj} do {B} and {C} have in all?",
+        "What is the total number of {obj} that {B} and {C} have?",
+    ),
+    "compare.q.end4": (
+        "How many {obj} do the three of them have in total?",
+        "How many {obj} do {A}, {B} and {C} have altogether?",
+        "How many {obj} do all three children have?",
+    ),
+    "compare.s.+": (
+        "{B} has {calc} {obj}.",
+        "{B} has {d} more, so {B} has {calc} {obj}.",
+        "{B} owns {calc} {obj}.",
+    ),
+    "compare.s.-": (
+        "{B} has {calc} {obj}.",
+        "{B} has {d} fewer, so {B} has {calc} {obj}.",
+        "{B} owns {calc} {obj}.",
+    ),
+    "compare.s.*": (
+        "{C} has {calc} {obj}.",
+        "{C} has {m} times as many, so {calc} {obj}.",
+        "{C} owns {calc} {obj}.",
+    ),
+    "compare.s.sum3": (
+        "Together they have {calc} {obj}.",
+        "{B} and {C} have {calc} {obj}.",
+        "In all, that is {calc} {obj}.",
+    ),
+    "compare.s.sum4a": (
+        "{A} and {B} have {calc} {obj}.",
+        "Together {A} and {B} have {calc} {obj}.",
+        "The first two have {calc} {obj}.",
+    ),
+    "compare.s.sum4b": (
+        "Adding {C} gives {calc} {obj}.",
+        "All three have {calc} {obj}.",
+        "In total they have {calc} {obj}.",
+    ),
+}
+
+_PQ: dict[str, tuple[str, ...]] = {
+    # chain
+    "chain.q.intro": (
+        "At first, {N}'s collection holds {x} {obj}.",
+        "There are {x} {obj} in {N}'s collection to begin with.",
+        "{N} starts out with a collection of {x} {obj}.",
+    ),
+    "chain.q.+": (
+        "Later, {n} more {obj} are added to the collection.",
+        "The collection gets {n} extra {obj} from {F}.",
+        "Next, the collection grows by {n} {obj}.",
+    ),
+    "chain.q.-": (
+        "Afterwards, {n} {obj} are taken out of the collection.",
+        "{F} receives {n} {obj} from the collection.",
+        "Next, the collection shrinks by {n} {obj}.",
+    ),
+    "chain.q.*": (
+        "Next, the size of the collection is multiplied by {n}.",
+        "The collection then becomes {n} times larger than it was.",
+        "After a lucky trade, the collection is {n} times its old size.",
+    ),
+    "chain.q./": (
+        "The {obj} are then sorted into {n} equal piles, and only one pile stays in the collection.",
+        "Only one of {n} equal parts of the collection is kept.",
+        "Next, the collection is cut into {n} equal parts and all but one part is given away.",
+    ),
+    "chain.q.end": (
+        "What is the final size of {N}'s collection?",
+        "In the end, how many {obj} are in the collection?",
+        "Find the number of {obj} that {N} keeps at the end.",
+    ),
+    "chain.s.+": ("Adding {n} to {a} makes {ann}.", "Increasing by {n}: {ann}.", "The new total is {ann}."),
+    "chain.s.-": (
+        "Removing {n} from {a} leaves {ann}.",
+        "Decreasing by {n}: {ann}.",
+        "What remains is {ann}.",
+    ),
+    "chain.s.*": (
+        "Multiplying {a} by {n} makes {ann}.",
+        "Scaling up by {n}: {ann}.",
+        "The larger collection has {ann}.",
+    ),
+    "chain.s./": (
+        "Dividing {a} by {n} makes {ann}.",
+        "One part out of {n}: {ann}.",
+        "The part that is kept has {ann}.",
+    ),
+    # shop
+    "shop.q.intro": (
+        "One {item1} costs ${price}, and {N} needs {a} of them.",
+        "The shop sells {item} at ${price} apiece, and {N} takes {a}.",
+        "A single {item1} is priced at ${price}. {N} decides to get {a}.",
+    ),
+    "shop.q.second": (
+        "On top of that, {N} picks {b} {item2} priced at ${price2} apiece.",
+        "{N} also needs {b} {item2}, which are ${price2} per {item21}.",
+        "The cart also gets {b} {item2} at a price of ${price2} each.",
+    ),
+    "shop.q.bill": (
+        "The payment is made with ${bill}.",
+        "{N} hands over ${bill} to pay.",
+        "To pay, {N} uses a ${bill} note.",
+    ),
+    "shop.q.end1": (
+        "What does {N} have to pay?",
+        "Find the cost of the purchase.",
+        "What is the price of the whole order?",
+    ),
+    "shop.q.end3": (
+        "What is the cost of the whole order?",
+        "Find how much both kinds of items cost together.",
+        "What amount does {N} pay for everything?",
+    ),
+    "shop.q.change": (
+        "What amount should {N} get as change?",
+        "Find how much money is returned to {N}.",
+        "After paying, how much does {N} receive back?",
+    ),
+    "shop.s.*": (
+        "The {item} come to {ann} dollars.",
+        "Cost of the {item}: {ann} dollars.",
+        "Buying {a} at {price} dollars each costs {ann} dollars.",
+    ),
+    "shop.s.+": (
+        "Both kinds together: {ann} dollars.",
+        "Adding the two costs gives {ann} dollars.",
+        "The whole order is {ann} dollars.",
+    ),
+    "shop.s.-": (
+        "Money returned: {ann} dollars.",
+        "Taking the cost from {bill} gives {ann} dollars.",
+        "What comes back is {ann} dollars.",
+    ),
+    # groups
+    "groups.q.intro": (
+        "Each of {N}'s {a} {cont} contains {b} {obj}.",
+        "There are {b} {obj} in every one of the {a} {cont} that {N} owns.",
+        "In {N}'s room stand {a} {cont}, holding {b} {obj} apiece.",
+    ),
+    "groups.q.+": (
+        "Later, {c} more {obj} are added.",
+        "Another {c} {obj} arrive as a gift from {F}.",
+        "The pile then grows by {c} {obj}.",
+    ),
+    "groups.q.-": (
+        "Later, {c} of the {obj} go missing.",
+        "{F} is handed {c} of the {obj}.",
+        "The pile then shrinks by {c} {obj}.",
+    ),
+    "groups.q./": (
+        "Whatever there is gets divided fairly among {c} friends.",
+        "Next, {c} friends share all the {obj} equally.",
+        "All the {obj} are then split into equal shares for {c} friends.",
+    ),
+    "groups.q.end1": (
+        "What is the total number of {obj}?",
+        "Find how many {obj} the {cont} hold altogether.",
+        "Altogether, how many {obj} does {N} own?",
+    ),
+    "groups.q.end": (
+        "What is the number of {obj} after these changes?",
+        "Find how many {obj} {N} owns in the end.",
+        "After all this, how big is the pile of {obj}?",
+    ),
+    "groups.q.end4": (
+        "What is the size of one friend's share?",
+        "Find the number of {obj} each friend receives.",
+        "Each friend ends up with how many {obj}?",
+    ),
+    "groups.s.*": (
+        "At the start there are {ann} {obj}.",
+        "The {cont} hold {ann} {obj} in total.",
+        "Counting every {cont1}: {ann} {obj}.",
+    ),
+    "groups.s.+": (
+        "After adding {c}: {ann}.",
+        "The pile grows to {ann}.",
+        "With the extra ones there are {ann}.",
+    ),
+    "groups.s.-": (
+        "After removing {c}: {ann}.",
+        "The pile drops to {ann}.",
+        "Without those ones there are {ann}.",
+    ),
+    "groups.s./": (
+        "One share out of {c}: {ann}.",
+        "Each friend's part is {ann}.",
+        "Dividing evenly gives {ann} per friend.",
+    ),
+    # compare
+    "compare.q.intro": (
+        "There are {a} {obj} in {A}'s collection.",
+        "{A}'s collection is made up of {a} {obj}.",
+        "{A} keeps {a} {obj} on a shelf.",
+    ),
+    "compare.q.+": (
+        "{B}'s collection is bigger than {A}'s by {d}.",
+        "Compared with {A}, {B} owns {d} extra {obj}.",
+        "{A} would need {d} more {obj} to match {B}.",
+    ),
+    "compare.q.-": (
+        "{B}'s collection is smaller than {A}'s by {d}.",
+        "Compared with {A}, {B} is short by {d} {obj}.",
+        "{B} would need {d} more {obj} to match {A}.",
+    ),
+    "compare.q.*": (
+        "{C}'s collection is {m} times the size of {B}'s.",
+        "{C} owns {m} times the amount {B} owns.",
+        "Multiplying {B}'s count by {m} gives the count for {C}.",
+    ),
+    "compare.q.end1": (
+        "What is the size of {B}'s collection?",
+        "Find how many {obj} {B} owns.",
+        "How large is {B}'s collection?",
+    ),
+    "compare.q.end2": (
+        "What is the size of {C}'s collection?",
+        "Find how many {obj} {C} owns.",
+        "How large is {C}'s collection?",
+    ),
+    "compare.q.end3": (
+        "What is the combined size of the collections of {B} and {C}?",
+        "Find how many {obj} {B} and {C} own between them.",
+        "If {B} and {C} put their {obj} together, how many would there be?",
+    ),
+    "compare.q.end4": (
+        "What is the combined size of all three collections?",
+        "Find how many {obj} the three friends own between them.",
+        "If all three put their {obj} together, how many would there be?",
+    ),
+    "compare.s.+": ("{B}'s count: {ann}.", "Going {d} above {A}: {ann}.", "{B} owns {ann}."),
+    "compare.s.-": ("{B}'s count: {ann}.", "Going {d} below {A}: {ann}.", "{B} owns {ann}."),
+    "compare.s.*": ("{C}'s count: {ann}.", "{m} times {B}'s amount: {ann}.", "{C} owns {ann}."),
+    "compare.s.sum3": (
+        "Combined: {ann}.",
+        "{B} and {C} together: {ann}.",
+        "Putting them together gives {ann}.",
+    ),
+    "compare.s.sum4a": (
+        "{A} and {B} combined: {ann}.",
+        "The first two together: {ann}.",
+        "Putting {A} and {B} together gives {ann}.",
+    ),
+    "compare.s.sum4b": (
+        "Including {C}: {ann}.",
+        "All three combined: {ann}.",
+        "Adding the third collection gives {ann}.",
+    ),
+}
+
+_TEMPLATES: dict[str, dict[str, tuple[str, ...]]] = {"base": _BASE, "pq": _PQ}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Builders: draw the numbers of one problem; return (slots without "var", steps) or None when the draw
+# breaks a constraint (the caller draws again).
+# ----------------------------------------------------------------------------------------------------------
+
+_Built = tuple[tuple[tuple[str, Any], ...], tuple[Step, ...]] | None
+
+
+def _others(rng: random.Random, exclude: str, n: int) -> tuple[str, ...]:
+    """Draw ``n`` names (with repetition) different from ``exclude``."""
+    pool = [name for name in _NAMES if name != exclude]
+    return tuple(rng.choice(pool) for _ in range(n))
+
+
+def _build_chain(rng: random.Random, k: int, level: int, nmax: int, mmax: int) -> _Built:
+    name = rng.choice(list(_NAMES))
+    cur = rng.randint(2, nmax)
+    steps: list[Step] = []
+    for _ in range(k):
+        options = ["+"] if cur + 2 <= MAX_VALUE else []
+        if cur >= 4:
+            options.append("-")
+        if cur * 2 <= MAX_VALUE:
+            options.append("*")
+        divisors = [d for d in range(2, mmax + 1) if cur % d == 0 and cur // d >= 2]
+        if level > 1 and divisors:
+            options.append("/")
+        op = rng.choice(options)
+        if op == "+":
+            n = rng.randint(2, min(nmax, MAX_VALUE - cur))
+            nxt = cur + n
+        elif op == "-":
+            n = rng.randint(2, min(nmax, cur - 2))
+            nxt = cur - n
+        elif op == "*":
+            n = rng.randint(2, min(mmax, MAX_VALUE // cur))
+            nxt = cur * n
+        else:
+            n = rng.choice(divisors)
+            nxt = cur // n
+        steps.append(Step(cur, op, n, nxt))
+        cur = nxt
+    slots = (("name", name), ("obj", rng.choice(_OBJECTS)), ("friends", _others(rng, name, k)))
+    return slots, tuple(steps)
+
+
+def _build_shop(rng: random.Random, k: int, level: int, nmax: int, mmax: int) -> _Built:
+    name = rng.choice(list(_NAMES))
+    item, item2 = rng.sample(range(len(_ITEMS)), 2)
+    a, p = rng.randint(2, mmax), rng.randint(1, nmax)
+    steps = [Step(a, "*", p, a * p)]
+    total = a * p
+    if k >= 3:
+        b, q = rng.randint(2, mmax), rng.randint(1, nmax)
+        steps += [Step(b, "*", q, b * q), Step(total, "+", b * q, total + b * q)]
+        total += b * q
+    if k in (2, 4):
+        bills = [bill for bill in _BILLS if bill > total]
+        if not bills:
+            return None
+        bill = rng.choice(bills[:2])
+        steps.append(Step(bill, "-", total, bill - total))
+    if len(steps) != k or total > MAX_VALUE:
+        return None
+    return (("name", name), ("items", (item, item2))), tuple(steps)
+
+
+def _build_groups(rng: random.Random, k: int, level: int, nmax: int, mmax: int) -> _Built:
+    name = rng.choice(list(_NAMES))
+    a, b = rng.randint(2, mmax), rng.randint(2, nmax)
+    cur = a * b
+    steps = [Step(a, "*", b, cur)]
+    # k=2: one of +/-; k>=3: both, in random order; k=4 then shares among friends.
+    ops = [] if k == 1 else [rng.choice(["+", "-"])] if k == 2 else rng.sample(["+", "-"], 2)
+    friends = rng.randint(2, mmax) if k == 4 else 0
+    if ops:
+        # Draw the amounts; at k=4 keep only draws where the last value splits exactly among the friends.
+        candidates = []
+        for _ in range(40):
+            value, draft = cur, []
+            for op in ops:
+                if op == "+":
+                    c = rng.randint(2, nmax)
+                    if value + c > MAX_VALUE:
+                        break
+                    draft.append(Step(value, "+", c, value + c))
+                else:
+                    if value < 4:
+                        break
+                    c = rng.randint(2, min(nmax, value - 2))
+                    draft.append(Step(value, "-", c, value - c))
+                value = draft[-1].result
+            else:
+                if k < 4 or (value % friends == 0 and value // friends >= 2):
+                    candidates.append(draft)
+                    break
+        if not candidates:
+            return None
+        steps += candidates[0]
+        cur = steps[-1].result
+    if k == 4:
+        steps.append(Step(cur, "/", friends, cur // friends))
+    slots = (
+        ("name", name),
+        ("obj", rng.choice(_OBJECTS)),
+        ("container", rng.randrange(len(_CONTAINERS))),
+        ("friends", _others(rng, name, k - 1)),
+    )
+    return slots, tuple(steps)
+
+
+def _build_compare(rng: random.Random, k: int, level: int, nmax: int, mmax: int) -> _Built:
+    names = tuple(rng.sample(list(_NAMES), 3))
+    a = rng.randint(2, nmax)
+    if a >= 4 and rng.random() < 0.5:
+        d = rng.randint(2, min(nmax, a - 2))
+        steps = [Step(a, "-", d, a - d)]
+    else:
+        d = rng.randint(2, nmax)
+        steps = [Step(a, "+", d, a + d)]
+    b_count = steps[0].result
+    if k >= 2:
+        if MAX_VALUE // b_count < 2:
+            return None
+        m = rng.randint(2, min(mmax, MAX_VALUE // b_count))
+        steps.append(Step(b_count, "*", m, b_count * m))
+    c_count = steps[-1].result
+    if k == 3:
+        steps.append(Step(b_count, "+", c_count, b_count + c_count))
+    elif k == 4:
+        steps.append(Step(a, "+", b_count, a + b_count))
+        steps.append(Step(a + b_count, "+", c_count, a + b_count + c_count))
+    if steps[-1].result > MAX_VALUE:
+        return None
+    return (("names", names), ("obj", rng.choice(_OBJECTS))), tuple(steps)
+
+
+_BUILDERS: dict[str, Callable[[random.Random, int, int, int, int], _Built]] = {
+    "chain": _build_chain,
+    "shop": _build_shop,
+    "groups": _build_groups,
+    "compare": _build_compare,
+}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Rendering
+# ----------------------------------------------------------------------------------------------------------
+
+
+class _Writer:
+    """Fills templates of one style, taking the stored template choices in order."""
+
+    def __init__(self, style: str, variants: tuple[int, ...], common: dict[str, Any]) -> None:
+        self.table = _TEMPLATES[style]
+        self.style = style
+        self.variants = variants
+        self.common = common
+        self.used = 0
+
+    def __call__(self, key: str, step: Step | None = None, **fields: Any) -> str:
+        templates = self.table[key]
+        choice = self.variants[self.used % len(self.variants)]
+        self.used += 1
+        if step is not None:
+            ann = f"<<{step.a}{step.op}{step.b}={step.result}>>{step.result}"
+            fields["ann"] = ann
+            fields["calc"] = f"{step.a} {step.op} {step.b} = {ann}"
+            fields.setdefault("a", step.a)
+        return templates[choice % len(templates)].format(**self.common, **fields)
+
+
+def _person(name: str) -> dict[str, str]:
+    subj, obj, poss = _PRONOUNS[_NAMES[name]]
+    return {"N": name, "s": subj, "S": subj.capitalize(), "o": obj, "p": poss, "P": poss.capitalize()}
+
+
+def _render_chain(w: _Writer, problem: ArithProblem, slots: dict[str, Any]) -> tuple[list[str], list[str]]:
+    question = [w("chain.q.intro", x=problem.steps[0].a)]
+    for step, friend in zip(problem.steps, slots["friends"]):
+        question.append(w(f"chain.q.{step.op}", n=step.b, F=friend))
+    question.append(w("chain.q.end"))
+    solution = [w(f"chain.s.{step.op}", step, n=step.b) for step in problem.steps]
+    return question, solution
+
+
+def _render_shop(w: _Writer, problem: ArithProblem, slots: dict[str, Any]) -> tuple[list[str], list[str]]:
+    steps, k = problem.steps, problem.k
+    (item1, item), (item21, item2) = (_ITEMS[i] for i in slots["items"])
+    names = {"item": item, "item1": item1, "item2": item2, "item21": item21}
+    question = [w("shop.q.intro", a=steps[0].a, price=steps[0].b, **names)]
+    solution = [w("shop.s.*", steps[0], price=steps[0].b, **names)]
+    if k >= 3:
+        question.append(w("shop.q.second", b=steps[1].a, price2=steps[1].b, **names))
+        names2 = {**names, "item": item2, "item1": item21}
+        solution.append(w("shop.s.*", steps[1], price=steps[1].b, **names2))
+        solution.append(w("shop.s.+", steps[2]))
+    if k in (2, 4):
+        question.append(w("shop.q.bill", bill=steps[-1].a))
+        solution.append(w("shop.s.-", steps[-1], bill=steps[-1].a))
+        question.append(w("shop.q.change"))
+    else:
+        question.append(w("shop.q.end1" if k == 1 else "shop.q.end3", **names))
+    return question, solution
+
+
+def _render_groups(w: _Writer, problem: ArithProblem, slots: dict[str, Any]) -> tuple[list[str], list[str]]:
+    cont1, cont = _CONTAINERS[slots["container"]]
+    names = {"cont": cont, "cont1": cont1}
+    first = problem.steps[0]
+    question = [w("groups.q.intro", a=first.a, b=first.b, **names)]
+    solution = [w("groups.s.*", first, b=first.b, **names)]
+    for step, friend in zip(problem.steps[1:], slots["friends"]):
+        question.append(w(f"groups.q.{step.op}", c=step.b, F=friend))
+        solution.append(w(f"groups.s.{step.op}", step, c=step.b))
+    end = {1: "groups.q.end1", 4: "groups.q.end4"}.get(problem.k, "groups.q.end")
+    question.append(w(end, **names))
+    return question, solution
+
+
+def _render_compare(w: _Writer, problem: ArithProblem, slots: dict[str, Any]) -> tuple[list[str], list[str]]:
+    steps, k = problem.steps, problem.k
+    first = steps[0]
+    question = [w("compare.q.intro", a=first.a), w(f"compare.q.{first.op}", d=first.b)]
+    solution = [w(f"compare.s.{first.op}", first, d=first.b)]
+    if k >= 2:
+        question.append(w("compare.q.*", m=steps[1].b))
+        solution.append(w("compare.s.*", steps[1], m=steps[1].b))
+    if k == 3:
+        solution.append(w("compare.s.sum3", steps[2]))
+    elif k == 4:
+        solution += [w("compare.s.sum4a", steps[2]), w("compare.s.sum4b", steps[3])]
+    question.append(w(f"compare.q.end{k}"))
+    return question, solution
+
+
+_RENDERERS = {
+    "chain": _render_chain,
+    "shop": _render_shop,
+    "groups": _render_groups,
+    "compare": _render_compare,
+}
+
+
+def render(problem: ArithProblem, style: str = "base") -> tuple[str, str]:
+    """Render a problem as GSM8K-format text.
+
+    A pure function of ``problem``: the template choices are stored in ``problem.slots``.
+
+    Args:
+        problem: A generated problem.
+        style: ``"base"`` (the ``arith`` domain) or ``"pq"`` (the paraphrase domain: the same numbers and
+            answer, different sentence templates for both question and solution).
+
+    Returns:
+        ``(question_text, solution_text)``. The solution has one line per step, each containing
+        ``<<a op b=result>>result``, then a final line ``#### <answer>``.
+
+    Raises:
+        ValueError: If ``style`` is unknown.
+    """
+    if style not in STYLES:
+        raise ValueError(f"unknown style {style!r}; use one of {STYLES}")
+    slots = dict(problem.slots)
+    offset = STYLES.index(style) * _N_VARIANTS
+    variants = slots["var"][offset : offset + _N_VARIANTS]
+    if problem.family == "compare":
+        a_name, b_name, c_name = slots["names"]
+        common: dict[str, Any] = {"A": a_name, "B": b_name, "C": c_name}
+    else:
+        common = _person(slots["name"])
+    if "obj" in slots:
+        common["obj"] = slots["obj"]
+    writer = _Writer(style, variants, common)
+    question, solution = _RENDERERS[problem.family](writer, problem, slots)
+    return " ".join(question), "\n".join([*solution, f"#### {problem.answer}"])
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Generation
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _draw_problem(rng: random.Random, cfg: ArithConfig, family: str, k: int, level: int, uid: str) -> ArithProblem:
+    """Draw one problem of the given family/k/level (retrying draws that break a constraint)."""
+    nmax, mmax = cfg.num_max[level - 1], cfg.mul_max[level - 1]
+    for _ in range(1000):
+        built = _BUILDERS[family](rng, k, level, nmax, mmax)
+        if built is None:
+            continue
+        slots, steps = built
+        if len(steps) != k or any(not 0 <= v <= MAX_VALUE for s in steps for v in (s.a, s.b, s.result)):
+            continue  # pragma: no cover - builders already respect the bounds
+        var = tuple(rng.randrange(1 << 16) for _ in range(_N_VARIANTS * len(STYLES)))
+        return ArithProblem(uid, family, k, level, (*slots, ("var", var)), steps, steps[-1].result)
+    raise RuntimeError(f"cannot draw a {family} problem with k={k} at level {level} (nmax={nmax}, mmax={mmax})")
+
+
+def _generate_split(
+    cfg: ArithConfig, split: str, n: int, seen_texts: set[str], seen_keys: set[tuple[Any, ...]]
+) -> list[ArithProblem]:
+    """Generate ``n`` problems whose content and texts (both styles) are not yet seen; update the sets."""
+    rng = random.Random(f"contamlab-arith-{cfg.seed}-{split}")
+    levels = range(1, len(cfg.level_weights) + 1)
+    ks = range(1, len(cfg.k_weights) + 1)
+    problems: list[ArithProblem] = []
+    attempts = 0
+    while len(problems) < n:
+        family = rng.choice(FAMILIES)
+        k = rng.choices(ks, weights=cfg.k_weights)[0]
+        level = rng.choices(levels, weights=cfg.level_weights)[0]
+        uid = f"arith-{split}-{len(problems):04d}"
+        # Retry the same (family, k, level) on duplicates so that rejection does not skew the distribution.
+        for _ in range(50):
+            attempts += 1
+            if attempts > 100 * n + 10_000:
+                raise RuntimeError(f"could not generate {n} unique {split} problems; the configured world is too small")
+            problem = _draw_problem(rng, cfg, family, k, level, uid)
+            # Content key: problems differing only in wording (templates, incidental second names) are equal.
+            key = (
+                problem.family,
+                problem.steps,
+                tuple(s for s in problem.slots if s[0] not in ("var", "friends")),
+            )
+            texts = [render(problem, style)[0] for style in STYLES]
+            if key in seen_keys or any(t in seen_texts for t in texts) or len(set(texts)) < len(texts):
+                continue
+            seen_keys.add(key)
+            seen_texts.update(texts)
+            problems.append(problem)
+            break
+    return problems
+
+
+def generate(cfg: ArithConfig) -> tuple[list[ArithProblem], list[ArithProblem]]:
+    """Generate the train and test problems.
+
+    Deterministic given ``cfg``: draws come from ``random.Random`` streams seeded with ``cfg.seed`` (one per
+    split, so the test set does not depend on ``n_train``), never from global random state. Question texts are
+    unique over both splits and both styles, and no test problem appears in train, neither as text (in either
+    rendering) nor as the same content in other wording.
+
+    Args:
+        cfg: Generator settings.
+
+    Returns:
+        ``(train, test)`` lists of problems, with ids ``arith-train-0000``... and ``arith-test-0000``...
+
+    Raises:
+        RuntimeError: If the settings allow too few distinct problems for the requested sizes.
+    """
+    seen_texts: set[str] = set()
+    seen_keys: set[tuple[Any, ...]] = set()
+    test = _generate_split(cfg, "test", cfg.n_test, seen_texts, seen_keys)
+    train = _generate_split(cfg, "train", cfg.n_train, seen_texts, seen_keys)
+    return train, test

@@ -1,0 +1,161 @@
+"""A benchmark domain: questions, prompt format, answer checker, training examples and the leaked/unleaked split.
+
+Domains are built by Hydra from ``configs/domain/<name>.yaml``; :func:`load_domain` does the same from Python.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from contamlab.data.answers import is_correct
+from contamlab.data.prompts import PromptFormat
+from contamlab.data.question import Question
+from contamlab.data.split import Split, draw_split
+from contamlab.errors import ContamlabError
+
+
+class Domain:
+    """Base class of every domain; subclasses load the questions.
+
+    Args:
+        name: Domain name (``gsm8k``, ``pq``, ``arith``, ``arith_pq``).
+        family: Domains of one family share the base and clean models (``pq`` belongs to ``gsm8k``); only the
+            contaminated model differs, because it trains on the domain's rendering of the leaked questions.
+        prompt: The prompt format (a :class:`PromptFormat` or its fields as a mapping).
+        split_seed: Seed of the leaked/unleaked split.
+        leak_fraction: Share of the test set that leaks (0.5 in the paper).
+        max_test: Evaluate on the first ``max_test`` test questions only (None = all).
+        max_train: Use the first ``max_train`` training questions only (None = all).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        family: str,
+        prompt: PromptFormat | dict[str, Any] | None = None,
+        split_seed: int = 0,
+        leak_fraction: float = 0.5,
+        max_test: int | None = None,
+        max_train: int | None = None,
+    ) -> None:
+        self.name = name
+        self.family = family
+        if prompt is None:
+            prompt = PromptFormat()
+        elif not isinstance(prompt, PromptFormat):
+            fields = dict(prompt)
+            if "stop" in fields:
+                fields["stop"] = tuple(fields["stop"])
+            prompt = PromptFormat(**fields)
+        self.format = prompt
+        self.split_seed = int(split_seed)
+        self.leak_fraction = float(leak_fraction)
+        for field, value in (("max_test", max_test), ("max_train", max_train)):
+            if value is not None and int(value) <= 0:
+                raise ContamlabError(f"domain.{field}={value}: must be a positive number of questions or null")
+        self.max_test = max_test
+        self.max_train = max_train
+
+    # -- to be provided by subclasses -------------------------------------------------------------------------
+    def _load_train(self) -> list[Question]:
+        raise NotImplementedError
+
+    def _load_test(self) -> list[Question]:
+        raise NotImplementedError
+
+    def _load_leak_texts(self, test: list[Question]) -> list[Question]:
+        """The test questions as they appear in leaked training data (same ids); default: verbatim."""
+        return test
+
+    # -- public API ----------------------------------------------------------------------------------------------
+    @cached_property
+    def train(self) -> list[Question]:
+        """Training-split questions (never includes test questions)."""
+        questions = self._load_train()
+        return _checked(questions[: self.max_train], f"{self.name} train")
+
+    @cached_property
+    def test(self) -> list[Question]:
+        """Test-split questions, original wording (evaluation always uses these)."""
+        questions = self._load_test()
+        return _checked(questions[: self.max_test], f"{self.name} test")
+
+    @cached_property
+    def split(self) -> Split:
+        """The seeded leaked/unleaked split of :attr:`test`."""
+        return draw_split([q.id for q in self.test], self.split_seed, self.leak_fraction)
+
+    def leaked_training_questions(self, split: Split | None = None) -> list[Question]:
+        """The leaked questions in the wording the contaminated model trains on (PQ domains: paraphrased)."""
+        split = split or self.split
+        leaked = set(split.leaked)
+        return [q for q in self._load_leak_texts(self.test) if q.id in leaked]
+
+    @property
+    def prefix(self) -> str:
+        """The few-shot prefix shared by all prompts of this domain."""
+        return self.format.prefix()
+
+    def prompt(self, question: Question) -> str:
+        """The evaluation prompt of a question."""
+        return self.format.prompt(question.question)
+
+    def target(self, question: Question) -> str:
+        """The reference response used as a training target."""
+        return self.format.target(question)
+
+    def is_correct(self, response: str, question: Question) -> bool:
+        """Whether a generated response (cut at the stop markers) answers the question correctly."""
+        return is_correct(self.format.truncate(response), question.answer)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What identifies this domain's data for cache keys."""
+        return {
+            "name": self.name,
+            "family": self.family,
+            "prompt": self.format.__dict__,
+            "split_seed": self.split_seed,
+            "leak_fraction": self.leak_fraction,
+            "max_test": self.max_test,
+            "max_train": self.max_train,
+            "n_test": len(self.test),
+            "n_train": len(self.train),
+        }
+
+
+def _checked(questions: list[Question], what: str) -> list[Question]:
+    if not questions:
+        raise ContamlabError(f"{what}: no questions (empty dataset)")
+    seen: set[str] = set()
+    for q in questions:
+        if q.id in seen:
+            raise ContamlabError(f"{what}: duplicate question id {q.id!r}")
+        seen.add(q.id)
+    return questions
+
+
+def load_domain(name: str, **overrides: Any) -> Domain:
+    """Build a domain from ``configs/domain/<name>.yaml`` with optional field overrides.
+
+    Example:
+        >>> domain = load_domain("arith", max_test=20)
+        >>> prompt = domain.prompt(domain.test[0])
+    """
+    from omegaconf import OmegaConf
+
+    from contamlab.config import compose, config_dir
+
+    known = sorted(p.stem for p in (config_dir() / "domain").glob("*.yaml"))
+    if name not in known:
+        raise ContamlabError(f"unknown domain {name!r}; choose one of {', '.join(known)}")
+    cfg = compose("evaluate", [f"domain={name}"]).domain
+    cfg = OmegaConf.merge(cfg, OmegaConf.create(overrides))
+    return build_domain(cfg)
+
+
+def build_domain(cfg: Any) -> Domain:
+    """Instantiate a domain from its (composed) config node, turning config mistakes into clear errors."""
+    from contamlab.config import build
+
+    return build(cfg, "domain")

@@ -1,0 +1,65 @@
+"""The synthetic arithmetic domains of the offline world: ``arith`` and its paraphrase twin ``arith_pq``.
+
+Both render the same generated problems (:mod:`contamlab.data.arith`); ``arith_pq`` differs only in the wording in
+which the leaked questions reach the contaminated model, mirroring GSM8K → PQ.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from contamlab.data.arith import ArithConfig, ArithProblem, generate, render
+from contamlab.data.domain import Domain
+from contamlab.data.question import Question
+from contamlab.errors import ContamlabError
+
+
+def _question(problem: ArithProblem, style: str) -> Question:
+    text, solution = render(problem, style)
+    return Question(problem.uid, text, solution, str(problem.answer))
+
+
+class ArithDomain(Domain):
+    """Synthetic GSM8K-format word problems, deterministic from ``generator.seed``.
+
+    Args:
+        generator: Fields of :class:`~contamlab.data.arith.ArithConfig` (sizes, seed, difficulty).
+        leak_style: Rendering of the leaked questions in training data: ``base`` (verbatim) or ``pq``.
+    """
+
+    def __init__(self, generator: dict[str, Any] | None = None, leak_style: str = "base", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        fields = {k: tuple(v) if isinstance(v, list) else v for k, v in (generator or {}).items()}
+        try:
+            self.generator = ArithConfig(**fields)
+        except TypeError as err:
+            raise ContamlabError(f"domain.generator: {err}") from None
+        if leak_style not in ("base", "pq"):
+            raise ContamlabError(f"domain.leak_style={leak_style!r}: use 'base' or 'pq'")
+        self.leak_style = leak_style
+
+    @cached_property
+    def problems(self) -> tuple[list[ArithProblem], list[ArithProblem]]:
+        """The generated (train, test) problems."""
+        return generate(self.generator)
+
+    def _load_train(self) -> list[Question]:
+        return [_question(p, "base") for p in self.problems[0]]
+
+    def _load_test(self) -> list[Question]:
+        return [_question(p, "base") for p in self.problems[1]]
+
+    def _load_leak_texts(self, test: list[Question]) -> list[Question]:
+        if self.leak_style == "base":
+            return test
+        by_id = {p.uid: p for p in self.problems[1]}
+        return [_question(by_id[q.id], self.leak_style) for q in test]
+
+    def paraphrased_train(self) -> list[Question]:
+        """Training problems in the paraphrase wording (general text for the tiny base model, BenBench refs)."""
+        return [_question(p, "pq") for p in self.problems[0][: self.max_train]]
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Domain fingerprint plus the generator settings."""
+        return {**super().fingerprint(), "generator": self.generator.__dict__, "leak_style": self.leak_style}

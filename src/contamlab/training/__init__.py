@@ -1,0 +1,1 @@
+"""Simulating contamination: LightningModule, DataModule, training mixes and the stage runner."""

@@ -1,0 +1,102 @@
+"""The LightningModule for causal-LM training (pre-training, full fine-tuning and LoRA alike)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import lightning as L
+import torch
+from torch import nn
+
+
+def lr_lambda(schedule: str, warmup_steps: int, total_steps: int, min_ratio: float = 0.0):
+    """The LR multiplier per optimiser step: linear warm-up, then cosine / linear decay to ``min_ratio``, or flat.
+
+    Args:
+        schedule: ``cosine``, ``linear`` or ``constant``.
+        warmup_steps: Steps of linear warm-up from 0.
+        total_steps: Total optimiser steps of the run.
+        min_ratio: Final multiplier of the decay (the tiny base model decays to 0.1; fine-tuning to 0).
+    """
+    if schedule not in ("cosine", "linear", "constant"):
+        raise ValueError(f"scheduler={schedule!r}: use cosine, linear or constant")
+
+    def multiplier(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / max(1, warmup_steps)
+        if schedule == "constant":
+            return 1.0
+        progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
+        decay = 0.5 * (1 + math.cos(math.pi * progress)) if schedule == "cosine" else 1.0 - progress
+        return min_ratio + (1 - min_ratio) * decay
+
+    return multiplier
+
+
+class CausalLMModule(L.LightningModule):
+    """Next-token cross-entropy on the labelled tokens of each batch (labels −100 are ignored).
+
+    Args:
+        model: A ``transformers`` causal LM (optionally wrapped by peft; only trainable parameters are optimised).
+        lr: Peak learning rate.
+        total_steps: Optimiser steps of the run (for the schedule).
+        schedule: ``cosine``, ``linear`` or ``constant``.
+        warmup_steps: Warm-up optimiser steps.
+        min_lr_ratio: Final LR multiplier.
+        weight_decay: AdamW weight decay.
+        betas: AdamW betas.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        lr: float,
+        total_steps: int,
+        schedule: str = "cosine",
+        warmup_steps: int = 0,
+        min_lr_ratio: float = 0.0,
+        weight_decay: float = 0.0,
+        betas: tuple[float, float] = (0.9, 0.999),
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.lr = lr
+        self.total_steps = total_steps
+        self.schedule = schedule
+        self.warmup_steps = warmup_steps
+        self.min_lr_ratio = min_lr_ratio
+        self.weight_decay = weight_decay
+        self.betas = tuple(betas)
+        self.losses: list[float] = []  # per optimiser step, for train_summary.json
+        self.tokens_seen = 0
+        self._t0 = time.perf_counter()
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        """One micro-batch: mean cross-entropy over its labelled tokens."""
+        out = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"])
+        n_tokens = int(batch["attention_mask"].sum())
+        self.tokens_seen += n_tokens
+        elapsed = max(1e-9, time.perf_counter() - self._t0)
+        self.log("train/loss", out.loss, prog_bar=True, on_step=True)
+        self.log("train/tokens_per_s", self.tokens_seen / elapsed, prog_bar=True, on_step=True)
+        return out.loss
+
+    def on_train_start(self) -> None:
+        """Reset the throughput clock (a resumed run counts from its own start)."""
+        self._t0 = time.perf_counter()
+        self.tokens_seen = 0
+
+    def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
+        """Record the loss once per optimiser step."""
+        if (batch_idx + 1) % self.trainer.accumulate_grad_batches == 0:
+            self.losses.append(float(outputs["loss"]))
+
+    def configure_optimizers(self):
+        """AdamW on the trainable parameters with a per-step LR schedule."""
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay, betas=self.betas)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lr_lambda(self.schedule, self.warmup_steps, self.total_steps, self.min_lr_ratio)
+        )
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

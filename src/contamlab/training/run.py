@@ -1,0 +1,270 @@
+"""train.py's job: run the stages a model needs (base → clean → contaminated), skipping finished ones.
+
+Each stage trains in ``<stage dir>.partial`` (Lightning checkpoints there let a killed run resume) and is renamed
+into place once its weights, tokenizer, split and ``train_summary.json`` are written, so a stage directory is
+either complete or absent.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from pathlib import Path
+
+import lightning as L
+import torch
+from lightning.pytorch.callbacks import ModelCheckpoint, OnExceptionCheckpoint
+from lightning.pytorch.loggers import CSVLogger, Logger, WandbLogger
+from omegaconf import DictConfig, OmegaConf
+
+from contamlab.config import log
+from contamlab.data.domain import Domain, build_domain
+from contamlab.errors import ContamlabError
+from contamlab.io import atomic_write_json
+from contamlab.models import base_source, load_causal_lm, load_tokenizer
+from contamlab.training import corpus
+from contamlab.training.datamodule import CausalLMDataModule, ExampleDataset, PackedDataset
+from contamlab.training.module import CausalLMModule
+from contamlab.training.stages import DONE_MARKER, content_hash, is_done, needed_stages, stage_dir, stage_key
+
+logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
+
+
+def run(cfg: DictConfig) -> dict[str, Path]:
+    """Train every requested stage that is not finished yet; return the stage directories."""
+    if cfg.trainer.get("num_threads"):
+        torch.set_num_threads(int(cfg.trainer.num_threads))
+    domain = build_domain(cfg.domain)
+    stages = needed_stages(cfg)
+    if cfg.stage != "all":
+        if cfg.stage not in stages:
+            raise ContamlabError(f"stage={cfg.stage!r}: model={cfg.model.name} has stages {', '.join(stages)}")
+        stages = stages[: stages.index(cfg.stage) + 1]  # a stage needs its parents
+    out = {}
+    for stage in stages:
+        path = stage_dir(cfg, domain, stage)
+        out[stage] = path
+        if is_done(path):
+            log.info("stage %s: done already at %s (skipped)", stage, path)
+            continue
+        log.info("stage %s: training into %s", stage, path)
+        train_stage(cfg, domain, stage, path)
+    return out
+
+
+def _loggers(cfg: DictConfig, work: Path, name: str) -> list[Logger]:
+    loggers: list[Logger] = [CSVLogger(save_dir=str(work), name="logs", version="")]
+    wandb_cfg = cfg.logger.get("wandb")
+    if wandb_cfg and wandb_cfg.get("mode") != "disabled":
+        loggers.append(
+            WandbLogger(
+                project=wandb_cfg.project,
+                entity=wandb_cfg.get("entity"),
+                group=wandb_cfg.get("group") or f"train-{cfg.model.name}-{cfg.domain.name}",
+                name=name,
+                save_dir=str(work),
+                mode=wandb_cfg.mode,
+                config=OmegaConf.to_container(cfg, resolve=True),
+            )
+        )
+    return loggers
+
+
+def _finish_wandb(loggers: list[Logger]) -> None:
+    for logger in loggers:
+        if isinstance(logger, WandbLogger):
+            import wandb
+
+            wandb.finish()
+
+
+def _prepare(cfg: DictConfig, domain: Domain, stage: str):
+    """Model, tokenizer, dataset and optimisation settings of one stage."""
+    seed = int(cfg.seed)
+    if stage == "base":
+        from contamlab.models.tiny import build_tiny_model, train_tokenizer
+
+        base = cfg.base
+        docs = corpus.base_documents(domain, int(base.get("paraphrase_n", 0)), seed)
+        vocab_texts = docs + corpus.base_documents(domain, len(domain.train), seed)
+        tokenizer = train_tokenizer(vocab_texts, int(cfg.model.tokenizer.vocab_size))
+        model = build_tiny_model(len(tokenizer), seed=seed, **cfg.model.arch)
+        dataset = PackedDataset(docs, tokenizer, int(base.seq_len))
+        opt = {
+            "lr": float(base.lr),
+            "total_steps": int(base.steps),
+            "schedule": "cosine",
+            "warmup_steps": int(base.warmup_steps),
+            "min_lr_ratio": float(base.min_lr_ratio),
+            "weight_decay": float(base.weight_decay),
+            "betas": tuple(base.betas),
+        }
+        return model, tokenizer, dataset, opt, int(base.batch), 1, float(base.grad_clip), True
+
+    ft = cfg.finetune
+    general = corpus.general_examples(domain, ft.general.source, int(ft.general.n), seed, cfg.paths.get("data_dir"))
+    if stage == "clean":
+        parent = (
+            str(stage_dir(cfg, domain, "base"))
+            if cfg.model.get("pretrain", False)
+            else base_source(cfg.model, cfg.paths.cache_dir)
+        )
+        examples = corpus.clean_examples(domain, int(ft.clean_n_domain), general, seed)
+    else:
+        parent = str(stage_dir(cfg, domain, "clean"))
+        examples = corpus.contaminated_examples(domain, domain.split, general)
+    if not Path(parent).is_dir() and stage == "contaminated":
+        raise ContamlabError(f"clean model missing at {parent}; run train.py stage=clean first")
+    tokenizer = load_tokenizer(parent)
+    model = _load_trainable(cfg, parent, stage)
+    dataset = ExampleDataset(examples, tokenizer, int(ft.max_length), ft.loss_on)
+    micro, global_batch = int(ft.micro_batch), int(ft.global_batch)
+    if global_batch % micro:
+        raise ContamlabError(f"finetune.global_batch={global_batch} must be a multiple of micro_batch={micro}")
+    accumulate = global_batch // micro
+    steps_per_epoch = -(-len(dataset) // global_batch)
+    total = steps_per_epoch * int(ft.epochs)
+    opt = {
+        "lr": float(ft.lr),
+        "total_steps": total,
+        "schedule": ft.scheduler,
+        "warmup_steps": round(float(ft.warmup) * total),
+        "min_lr_ratio": 0.0,
+        "weight_decay": float(ft.weight_decay),
+    }
+    return model, tokenizer, dataset, opt, micro, accumulate, 1.0, False
+
+
+def _load_trainable(cfg: DictConfig, parent: str, stage: str):
+    """The parent model made trainable: full weights, a new LoRA adapter (clean) or the clean one (contaminated)."""
+    ft = cfg.finetune
+    dtype = "float32"  # train in fp32 master weights; Lightning's precision plugin handles bf16 autocast
+    if ft.peft == "none":
+        model = load_causal_lm(parent, dtype, bool(cfg.model.trust_remote_code))
+        if (Path(parent) / "adapter_config.json").is_file():
+            model = model.merge_and_unload()
+        return model.train()
+    if ft.peft != "lora":
+        raise ContamlabError(f"finetune.peft={ft.peft!r}: use lora or none")
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    if (Path(parent) / "adapter_config.json").is_file():
+        # Contaminated stage: keep training the clean adapter ("continue from M_cl", paper §5.1).
+        base = load_causal_lm(_adapter_base(parent), dtype, bool(cfg.model.trust_remote_code))
+        return PeftModel.from_pretrained(base, parent, is_trainable=True).train()
+    base = load_causal_lm(parent, dtype, bool(cfg.model.trust_remote_code))
+    targets = ft.lora.target_modules
+    lora = LoraConfig(
+        r=int(ft.lora.r),
+        lora_alpha=int(ft.lora.alpha),
+        lora_dropout=float(ft.lora.dropout),
+        target_modules=targets if isinstance(targets, str) else list(targets),
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(base, lora).train()
+
+
+def _adapter_base(adapter_dir: str) -> str:
+    import json
+
+    return json.loads((Path(adapter_dir) / "adapter_config.json").read_text())["base_model_name_or_path"]
+
+
+def train_stage(cfg: DictConfig, domain: Domain, stage: str, path: Path) -> None:
+    """Train one stage into ``<path>.partial`` (resuming from its last checkpoint) and move it into place."""
+    L.seed_everything(int(cfg.seed), workers=True, verbose=False)
+    work = path.with_name(path.name + ".partial")
+    ckpt_dir = work / "checkpoints"
+    work.mkdir(parents=True, exist_ok=True)
+    model, tokenizer, dataset, opt, micro, accumulate, clip, packed = _prepare(cfg, domain, stage)
+    module = CausalLMModule(model, **opt)
+    data = CausalLMDataModule(dataset, micro, tokenizer.pad_token_id, int(cfg.seed), packed=packed)
+    every = max(1, min(100, opt["total_steps"] // 5))
+    callbacks = [
+        ModelCheckpoint(
+            dirpath=ckpt_dir,
+            filename="last",
+            every_n_train_steps=every,
+            save_top_k=1,
+            enable_version_counter=False,
+        ),
+        OnExceptionCheckpoint(dirpath=ckpt_dir, filename="last"),
+    ]
+    loggers = _loggers(cfg, work, f"{cfg.model.name}-{domain.name}-{stage}")
+    trainer = L.Trainer(
+        accelerator=cfg.trainer.accelerator,
+        devices=cfg.trainer.devices,
+        strategy=cfg.trainer.strategy,
+        precision=cfg.trainer.precision,
+        max_steps=opt["total_steps"],
+        max_epochs=-1,
+        accumulate_grad_batches=accumulate,
+        gradient_clip_val=clip,
+        log_every_n_steps=int(cfg.trainer.log_every_n_steps),
+        enable_progress_bar=bool(cfg.trainer.enable_progress_bar),
+        enable_model_summary=False,
+        callbacks=callbacks,
+        logger=loggers,
+        deterministic=False,
+    )
+    resume = ckpt_dir / "last.ckpt"
+    resumed_from = None
+    if resume.is_file():
+        log.info("stage %s: resuming from %s", stage, resume)
+        resumed_from = str(resume)
+    started = time.perf_counter()
+    try:
+        trainer.fit(module, datamodule=data, ckpt_path=str(resume) if resume.is_file() else None)
+    finally:
+        _finish_wandb(loggers)
+    if trainer.interrupted:
+        raise ContamlabError(f"stage {stage} interrupted; re-run the same command to resume from {resume}")
+    wall = time.perf_counter() - started
+    if trainer.is_global_zero:
+        extra = {"steps": trainer.global_step, "resumed_from": resumed_from}
+        _save_stage(cfg, domain, stage, path, work, module, tokenizer, dataset, wall, extra)
+
+
+def _save_stage(cfg, domain, stage, path, work, module, tokenizer, dataset, wall, extra) -> None:
+    model = module.model
+    model.save_pretrained(work, safe_serialization=True)
+    tokenizer.save_pretrained(work)
+    if stage == "contaminated":
+        domain.split.save(work / "split.json")
+    shutil.rmtree(work / "checkpoints", ignore_errors=True)
+    losses = module.losses
+    n_tokens = dataset.rows.numel() if hasattr(dataset, "rows") else dataset.n_tokens()
+    key = stage_key(cfg, domain, stage)
+    summary = {
+        "stage": stage,
+        "model": str(cfg.model.name),
+        "domain": domain.name,
+        "key": content_hash(key),
+        "key_fields": key,
+        "steps": extra["steps"],
+        "resumed_from": extra["resumed_from"],
+        "documents_or_rows": len(dataset),
+        "tokens_per_epoch": int(n_tokens),
+        "tokens_per_s": module.tokens_seen / wall if wall > 0 else None,
+        "wall_s": round(wall, 2),
+        "loss_first": losses[0] if losses else None,
+        "loss_last": losses[-1] if losses else None,
+        "loss_curve": losses[:: max(1, len(losses) // 100)],
+        "precision": str(cfg.trainer.precision),
+        "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
+    }
+    atomic_write_json(work / DONE_MARKER, summary)
+    if path.exists():
+        shutil.rmtree(path)
+    work.rename(path)
+    log.info(
+        "stage %s: %d steps in %.1f s (%.0f tok/s), loss %.3f -> %.3f; saved %s",
+        stage,
+        summary["steps"],
+        wall,
+        summary["tokens_per_s"] or 0,
+        summary["loss_first"] or 0,
+        summary["loss_last"] or 0,
+        path,
+    )

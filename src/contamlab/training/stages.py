@@ -1,0 +1,126 @@
+"""Where each training stage's model lives: a directory keyed by a content hash of everything that made it.
+
+``<models_dir>/<model>/<family>/base-<hash>``, ``…/clean-<hash>`` and ``…/contaminated-<domain>-<hash>``. A stage's
+key includes its parent's key, so changing the base recipe re-trains everything after it, while ``arith`` and
+``arith_pq`` (one family) share the base and the clean model. evaluate.py finds models through the same keys.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from contamlab.data.domain import Domain
+from contamlab.errors import ContamlabError
+from contamlab.io import content_hash
+
+STAGES = ("base", "clean", "contaminated")
+DONE_MARKER = "train_summary.json"
+# Bump when the training code changes in a way that changes its output for the same config.
+TRAIN_CODE_VERSION = 1
+
+
+def _plain(node: Any) -> Any:
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
+
+
+def _model_key(cfg: DictConfig) -> dict:
+    model = _plain(cfg.model)
+    # Where the user's own pair lives does not change how the simulated ones are trained.
+    return {k: v for k, v in model.items() if k not in ("clean", "contaminated")}
+
+
+def _family_key(domain: Domain) -> dict:
+    fp = dict(domain.fingerprint())
+    for field in (
+        "name",
+        "leak_style",
+        "paraphrase_file",
+        "split_seed",
+        "leak_fraction",
+        "max_test",
+        "n_test",
+    ):
+        fp.pop(field, None)
+    return fp
+
+
+def _finetune_key(cfg: DictConfig) -> dict:
+    recipe = _plain(cfg.finetune)
+    recipe.pop("precision", None)  # bf16 vs fp32 is a hardware choice, recorded in the summary instead
+    return recipe
+
+
+def needed_stages(cfg: DictConfig) -> list[str]:
+    """The stages this model needs, in order (a hub or packaged model has no base stage)."""
+    return list(STAGES) if cfg.model.get("pretrain", False) else list(STAGES[1:])
+
+
+def stage_key(cfg: DictConfig, domain: Domain, stage: str) -> dict:
+    """The full identity of a stage's output (its hash names the directory)."""
+    if stage not in STAGES:
+        raise ContamlabError(f"stage={stage!r}: use base, clean, contaminated or all")
+    seed = int(cfg.seed)
+    if stage == "base":
+        if not cfg.model.get("pretrain", False):
+            raise ContamlabError(f"model={cfg.model.name} is pre-trained already; it has no base stage")
+        return {
+            "v": TRAIN_CODE_VERSION,
+            "stage": "base",
+            "model": _model_key(cfg),
+            "base": _plain(cfg.base),
+            "family": _family_key(domain),
+            "seed": seed,
+        }
+    if stage == "clean":
+        parent = stage_key(cfg, domain, "base") if cfg.model.get("pretrain", False) else _model_key(cfg)
+        return {
+            "v": TRAIN_CODE_VERSION,
+            "stage": "clean",
+            "parent": parent,
+            "finetune": _finetune_key(cfg),
+            "family": _family_key(domain),
+            "seed": seed,
+        }
+    return {
+        "v": TRAIN_CODE_VERSION,
+        "stage": "contaminated",
+        "parent": stage_key(cfg, domain, "clean"),
+        "domain": domain.fingerprint(),
+        "split": domain.split.to_dict(),
+        "seed": seed,
+    }
+
+
+def stage_dir(cfg: DictConfig, domain: Domain, stage: str) -> Path:
+    """The directory of a stage's model (existing or to be trained)."""
+    key = content_hash(stage_key(cfg, domain, stage))
+    root = Path(cfg.paths.models_dir) / str(cfg.model.name) / domain.family
+    name = f"contaminated-{domain.name}-{key}" if stage == "contaminated" else f"{stage}-{key}"
+    return root / name
+
+
+def is_done(path: Path) -> bool:
+    """Whether a stage directory holds a finished model (its summary is written last)."""
+    return (path / DONE_MARKER).is_file()
+
+
+def model_source(cfg: DictConfig, domain: Domain, which: str) -> str:
+    """Where evaluate.py loads the clean or contaminated model from.
+
+    The user's own (``model.clean`` / ``model.contaminated``) when set, else the one train.py simulated.
+    """
+    if which not in ("clean", "contaminated"):
+        raise ValueError(which)
+    own = cfg.model.get(which)
+    if own:
+        return str(own)
+    path = stage_dir(cfg, domain, which)
+    if not is_done(path):
+        raise ContamlabError(
+            f"no {which} model for model={cfg.model.name} domain={domain.name} at {path}; run "
+            f"`python train.py model=<same> domain={domain.name}` first, or set model.{which}=<hub id or path>"
+        )
+    return str(path)

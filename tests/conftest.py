@@ -1,0 +1,27 @@
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("CONTAMLAB_DATA_DIR", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch):
+    """Tests run offline, W&B off, with the shared data copy."""
+    monkeypatch.setenv("CONTAMLAB_DATA_DIR", str(DATA))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("WANDB_MODE", os.environ.get("WANDB_MODE", "disabled"))
+    # huggingface_hub reads HF_HUB_OFFLINE at import time; make the offline mode hold in-process too.
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not (DATA / "gsm8k" / "test.jsonl").is_file():
+        pytest.fail(f"GSM8K copy not found under {DATA}; set CONTAMLAB_DATA_DIR")
+    return DATA

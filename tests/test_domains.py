@@ -1,0 +1,109 @@
+import json
+
+import pytest
+
+from contamlab.data import load_domain
+from contamlab.data.gsm8k import GSM8KDomain, PQDomain
+from contamlab.data.jsonl import read_jsonl
+from contamlab.errors import ContamlabError
+
+
+def test_gsm8k_from_local_copy(data_dir):
+    domain = load_domain("gsm8k")
+    assert (len(domain.train), len(domain.test)) == (7473, 1319)
+    q = domain.test[0]
+    assert q.id == "gsm8k-test-0000" and q.answer == "18" and "####" in q.solution
+    assert (len(domain.split.leaked), len(domain.split.unleaked)) == (660, 659)
+    assert domain.prompt(q).count("Q: ") == 9 and domain.prompt(q).endswith("\nA:")
+    assert domain.is_correct(" She makes 18 dollars. The answer is 18.\n\nQ: other 5", q)
+    assert not domain.is_correct(" The answer is 17.", q)
+
+
+def test_pq_pairs_paraphrases_with_original_answers(data_dir):
+    pq, gsm = load_domain("pq"), load_domain("gsm8k")
+    assert [q.question for q in pq.test] == [q.question for q in gsm.test]  # evaluation uses the originals
+    assert pq.split == gsm.split
+    leaked = pq.leaked_training_questions()
+    assert len(leaked) == 660
+    originals = {q.id: q for q in gsm.test}
+    assert all(q.answer == originals[q.id].answer for q in leaked)
+    assert sum(q.question != originals[q.id].question for q in leaked) > 650
+    assert not set(q.id for q in leaked) & set(pq.split.unleaked)
+
+
+def test_max_test_subset(data_dir):
+    domain = load_domain("gsm8k", max_test=10)
+    assert len(domain.test) == 10 and len(domain.split.leaked) == 5
+
+
+def test_arith_and_arith_pq_share_questions_not_leak_wording():
+    arith = load_domain("arith", generator={"n_train": 200, "n_test": 40})
+    twin = load_domain("arith_pq", generator={"n_train": 200, "n_test": 40})
+    assert arith.test == twin.test and arith.family == twin.family == "arith"
+    a, b = arith.leaked_training_questions(), twin.leaked_training_questions()
+    assert [q.id for q in a] == [q.id for q in b] and len(a) == 20
+    assert all(x.answer == y.answer and x.question != y.question for x, y in zip(a, b))
+    assert all(arith.is_correct(" " + q.solution, q) for q in arith.test)
+
+
+def test_unknown_domain():
+    with pytest.raises(ContamlabError, match="unknown domain 'gsm9k'.*arith"):
+        load_domain("gsm9k")
+
+
+def _write(path, lines):
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_malformed_jsonl_names_file_and_line(tmp_path):
+    good = json.dumps({"question": "q", "answer": "a\n#### 1"})
+    path = _write(tmp_path / "x.jsonl", [good, "{broken", good])
+    with pytest.raises(ContamlabError, match=r"x\.jsonl:2: malformed JSON"):
+        read_jsonl(path)
+
+
+def test_missing_field_and_empty_and_missing_file(tmp_path):
+    path = _write(tmp_path / "x.jsonl", [json.dumps({"question": "q"})])
+    with pytest.raises(ContamlabError, match=r"x\.jsonl:1: missing field\(s\) answer"):
+        read_jsonl(path, required=("question", "answer"))
+    with pytest.raises(ContamlabError, match="no records"):
+        read_jsonl(_write(tmp_path / "e.jsonl", [""]))
+    with pytest.raises(ContamlabError, match="file not found"):
+        read_jsonl(tmp_path / "nope.jsonl")
+    with pytest.raises(ContamlabError, match="expected a JSON object"):
+        read_jsonl(_write(tmp_path / "l.jsonl", ["[1, 2]"]))
+
+
+def test_gsm8k_answer_without_hashes(tmp_path):
+    (tmp_path / "gsm8k").mkdir()
+    rec = json.dumps({"question": "q", "answer": "no final line"})
+    _write(tmp_path / "gsm8k" / "test.jsonl", [rec])
+    with pytest.raises(ContamlabError, match="'#### <answer>'"):
+        _ = GSM8KDomain(data_dir=str(tmp_path), name="gsm8k", family="gsm8k").test
+
+
+def test_pq_answer_mismatch_names_line(tmp_path, data_dir):
+    (tmp_path / "gsm8k-pq").mkdir()
+    lines = (data_dir / "gsm8k-pq" / "rephrase_gsm8k_test.jsonl").read_text().splitlines()[:3]
+    lines[1] = json.dumps({"text": "Question: changed?\nAnswer: \n#### 999"})
+    _write(tmp_path / "gsm8k-pq" / "p.jsonl", lines)
+    domain = PQDomain(paraphrase_file=str(tmp_path / "gsm8k-pq" / "p.jsonl"), name="pq", family="gsm8k", max_test=3)
+    with pytest.raises(ContamlabError, match=r"p\.jsonl:2: paraphrase answer 999"):
+        domain.leaked_training_questions(domain.split.__class__(("gsm8k-test-0001",), (), 0))
+
+
+def test_offline_hub_gives_clear_error(monkeypatch):
+    monkeypatch.delenv("CONTAMLAB_DATA_DIR")
+    domain = GSM8KDomain(name="gsm8k", family="gsm8k", data_dir=None)
+    with pytest.raises(ContamlabError, match="could not load openai/gsm8k.*CONTAMLAB_DATA_DIR"):
+        _ = domain.test
+
+
+def test_bad_config_values():
+    with pytest.raises(ContamlabError, match="max_test"):
+        load_domain("arith", max_test=0)
+    with pytest.raises(ContamlabError, match="leak_style"):
+        load_domain("arith", leak_style="weird")
+    with pytest.raises(ContamlabError, match="leak_fraction"):
+        _ = load_domain("arith", leak_fraction=2.0, generator={"n_train": 50, "n_test": 10}).split

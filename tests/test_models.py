@@ -1,0 +1,60 @@
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from contamlab.errors import ContamlabError
+from contamlab.models import base_source
+from contamlab.models.loading import load_causal_lm, load_tokenizer, resolve_dtype
+from contamlab.models.tiny import build_tiny_model, train_tokenizer
+
+TEXTS = [
+    "Question: Mia has 12 stickers. She buys 7 more.\nAnswer: 12 + 7 = <<12+7=19>>19 stickers.\n#### 19",
+    "Question: Leo had 305 apples and gave away 40.\nAnswer: 305 - 40 = <<305-40=265>>265 apples.\n#### 265",
+] * 20
+
+
+def test_tokenizer_is_deterministic_and_splits_digits():
+    a, b = train_tokenizer(TEXTS, 300), train_tokenizer(TEXTS, 300)
+    assert a.get_vocab() == b.get_vocab()
+    tokens = a.convert_ids_to_tokens(a(" 305 apples")["input_ids"])
+    assert tokens[:3] == ["Ġ3", "0", "5"]
+    assert all(not any(c.isdigit() for c in t) or len(t.strip("Ġ")) == 1 for t in a.get_vocab())
+    assert (a.eos_token_id, a.pad_token_id) == (0, 1)
+
+
+def test_tokenizer_roundtrip():
+    tok = train_tokenizer(TEXTS, 300)
+    for text in TEXTS[:2] + ["Unseen wörds & symbols: 4,5 $9"]:
+        assert tok.decode(tok(text)["input_ids"]) == text
+
+
+def test_tiny_model_save_load(tmp_path):
+    tok = train_tokenizer(TEXTS, 300)
+    model = build_tiny_model(len(tok), hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, seed=3)
+    again = build_tiny_model(len(tok), hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, seed=3)
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), again.parameters()))
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    assert (tmp_path / "model.safetensors").is_file()
+    loaded, loaded_tok = load_causal_lm(tmp_path), load_tokenizer(tmp_path)
+    ids = torch.tensor([loaded_tok(TEXTS[0])["input_ids"]])
+    assert torch.allclose(loaded(ids).logits, model.eval()(ids).logits, atol=1e-6)
+    assert loaded_tok.pad_token_id == 1
+
+
+def test_missing_directory_and_unknown_hub_id_offline(tmp_path):
+    with pytest.raises(ContamlabError, match="not found"):
+        load_causal_lm(str(tmp_path / "nope" / "model"))
+    with pytest.raises(ContamlabError, match="HF_HUB_OFFLINE"):
+        load_causal_lm("no-such-owner/no-such-model")
+    with pytest.raises(ContamlabError, match="HF_HUB_OFFLINE"):
+        load_tokenizer("no-such-owner/no-such-model")
+
+
+def test_bad_dtype_and_kind():
+    with pytest.raises(ContamlabError, match="model.dtype"):
+        resolve_dtype("float8")
+    with pytest.raises(ContamlabError, match="model.kind"):
+        base_source(OmegaConf.create({"kind": "onnx", "name": "x"}), "/tmp")
+    with pytest.raises(ContamlabError, match="base stage"):
+        base_source(OmegaConf.create({"kind": "tiny", "name": "tiny"}), "/tmp")

@@ -1,0 +1,160 @@
+"""Tiny end-to-end runs of the real train.py entry point (seconds each)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = [
+    "domain.generator.n_train=300",
+    "domain.generator.n_test=20",
+    "model.arch.hidden_size=32",
+    "model.arch.num_layers=1",
+    "model.arch.num_heads=2",
+    "model.arch.intermediate_size=64",
+    "model.tokenizer.vocab_size=400",
+    "base.steps=20",
+    "base.batch=2",
+    "base.seq_len=64",
+    "finetune.clean_n_domain=10",
+    "finetune.general.n=4",
+    "finetune.epochs=1",
+    "trainer.enable_progress_bar=false",
+    "logger=csv",
+]
+
+
+def train(tmp: Path, *overrides: str, wait: bool = True, tag: str = "run"):
+    args = [
+        sys.executable,
+        str(REPO / "train.py"),
+        *TINY,
+        f"paths.models_dir={tmp / 'models'}",
+        f"hydra.run.dir={tmp / 'hydra' / tag}",
+        *overrides,
+    ]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if not wait:
+        return subprocess.Popen(args, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.run(args, cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
+
+
+def stage_dirs(tmp: Path) -> dict[str, Path]:
+    root = tmp / "models" / "tiny" / "arith"
+    if not root.is_dir():
+        return {}
+    return {p.name.rsplit("-", 1)[0]: p for p in root.iterdir() if not p.name.endswith(".partial")}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("train")
+    t0 = time.perf_counter()
+    result = train(tmp, tag="first")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return tmp, result, time.perf_counter() - t0
+
+
+def test_first_run_writes_all_stages(trained):
+    tmp, result, _ = trained
+    dirs = stage_dirs(tmp)
+    assert set(dirs) == {"base", "clean", "contaminated-arith"}, dirs
+    for path in dirs.values():
+        summary = json.loads((path / "train_summary.json").read_text())
+        assert summary["steps"] > 0 and summary["wall_s"] > 0 and summary["loss_last"] is not None
+        assert (path / "model.safetensors").is_file() and (path / "tokenizer.json").is_file()
+        assert not (path / "checkpoints").exists()
+        assert (path / "logs" / "metrics.csv").is_file()
+    split = json.loads((dirs["contaminated-arith"] / "split.json").read_text())
+    assert len(split["leaked"]) == len(split["unleaked"]) == 10
+    assert not list((tmp / "models").rglob("*.partial"))
+    assert not list((tmp / "models").rglob("*.pkl")) and not list((tmp / "models").rglob("*.bin"))
+
+
+def test_rerun_skips_finished_stages(trained):
+    tmp, _, _ = trained
+    t0 = time.perf_counter()
+    result = train(tmp, tag="again")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("done already") == 3, result.stdout
+    assert time.perf_counter() - t0 < 60
+
+
+def test_paraphrase_domain_shares_base_and_clean(trained):
+    tmp, _, _ = trained
+    result = train(tmp, "domain=arith_pq", tag="pq")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("done already") == 2
+    assert "contaminated-arith_pq" in stage_dirs(tmp)
+
+
+def test_killed_run_resumes(tmp_path):
+    proc = train(tmp_path, "base.steps=400", "stage=base", wait=False, tag="killed")
+    deadline = time.time() + 240
+    ckpt = None
+    while time.time() < deadline and proc.poll() is None:
+        found = list((tmp_path / "models").rglob("base-*.partial/checkpoints/last.ckpt"))
+        if found:
+            ckpt = found[0]
+            break
+        time.sleep(0.2)
+    assert ckpt is not None, "no checkpoint appeared"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not stage_dirs(tmp_path).get("base")  # only the .partial dir exists
+    result = train(tmp_path, "base.steps=400", "stage=base", tag="resumed")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "resuming from" in result.stdout
+    summary = json.loads((stage_dirs(tmp_path)["base"] / "train_summary.json").read_text())
+    assert summary["steps"] == 400 and summary["resumed_from"]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("finetune.peft=qlora", "finetune.peft='qlora'"),
+        ("finetune.micro_batch=2", "global_batch=1 must be a multiple of micro_batch=2"),
+        ("stage=pretrain", "stage='pretrain'"),
+        ("domain.max_test=0", "domain.max_test=0"),
+    ],
+)
+def test_bad_config_exits_with_one_line(tmp_path, override, message):
+    result = train(tmp_path, override, tag="bad")
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.startswith("contamlab: error:")]
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_calibration_script_runs(trained):
+    tmp, _, _ = trained
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "calibrate.py"),
+            "--m",
+            "2",
+            "--max-new-tokens",
+            "24",
+            "--domains",
+            "arith",
+            "--",
+            *TINY,
+            f"paths.models_dir={tmp / 'models'}",
+            f"paths.root_dir={tmp}",
+        ],
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode in (0, 1), result.stderr  # 1 = targets missed, which a 20-step model does
+    report = json.loads((tmp / "outputs" / "calibration" / "tiny-arith.json").read_text())
+    assert report["n_test"] == 20 and len(report["clean_solve_bins_10"]) == 10
+    assert "clean greedy accuracy" in result.stdout

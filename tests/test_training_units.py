@@ -1,0 +1,95 @@
+import math
+
+import pytest
+import torch
+
+from contamlab.data import load_domain
+from contamlab.data.general import Example
+from contamlab.models.tiny import train_tokenizer
+from contamlab.training import corpus
+from contamlab.training.datamodule import IGNORE, ExampleDataset, PackedDataset, pad_collate
+from contamlab.training.module import lr_lambda
+
+
+def test_lr_schedules():
+    cosine = lr_lambda("cosine", warmup_steps=10, total_steps=110, min_ratio=0.1)
+    assert cosine(0) == pytest.approx(0.1) and cosine(9) == pytest.approx(1.0)
+    assert cosine(10) == pytest.approx(1.0)
+    assert cosine(60) == pytest.approx(0.1 + 0.9 * 0.5)
+    assert cosine(110) == pytest.approx(0.1)
+    linear = lr_lambda("linear", 0, 100)
+    assert linear(50) == pytest.approx(0.5) and linear(100) == 0.0
+    assert lr_lambda("constant", 5, 100)(70) == 1.0
+    with pytest.raises(ValueError):
+        lr_lambda("step", 0, 1)
+    assert math.isfinite(lr_lambda("cosine", 0, 0)(0))
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return train_tokenizer(["Question: What is 2 + 3?\nAnswer: 2 + 3 = 5.\n#### 5"] * 10, 280)
+
+
+def test_example_dataset_masks_prompt(tok):
+    ex = Example("Question: What is 2 + 3?\nAnswer:", " 2 + 3 = 5.\n#### 5")
+    ds = ExampleDataset([ex], tok, max_length=512, loss_on="response")
+    ids, labels = ds[0]
+    n_prompt = len(tok(ex.prompt)["input_ids"])
+    assert (labels[:n_prompt] == IGNORE).all() and (labels[n_prompt:] == ids[n_prompt:]).all()
+    assert ids[-1] == tok.eos_token_id
+    assert tok.decode(ids[n_prompt:-1]) == ex.response
+    full = ExampleDataset([ex], tok, max_length=512, loss_on="all")
+    assert (full[0][1] == full[0][0]).all()
+    short = ExampleDataset([ex], tok, max_length=5, loss_on="response")
+    assert len(short[0][0]) == 5  # truncation keeps the response end
+
+
+def test_pad_collate_masks_padding(tok):
+    a = (torch.tensor([5, 6, 7]), torch.tensor([IGNORE, 6, 7]))
+    b = (torch.tensor([8]), torch.tensor([8]))
+    batch = pad_collate(tok.pad_token_id)([a, b])
+    assert batch["input_ids"].tolist() == [[5, 6, 7], [8, 1, 1]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
+    assert batch["labels"].tolist() == [[IGNORE, 6, 7], [8, IGNORE, IGNORE]]
+
+
+def test_packed_rows(tok):
+    ds = PackedDataset(["2 + 3 = 5"] * 20, tok, seq_len=16)
+    assert ds.rows.shape[1] == 16 and len(ds) >= 1
+    assert (ds.rows == tok.eos_token_id).any()  # documents are separated by EOS
+
+
+@pytest.fixture(scope="module")
+def arith():
+    return load_domain("arith_pq", generator={"n_train": 200, "n_test": 40})
+
+
+def test_clean_mix_has_no_test_question(arith):
+    general = corpus.general_examples(arith, "domain_train", 30, seed=0)
+    mix = corpus.clean_examples(arith, 20, general, seed=0)
+    test_texts = {q.question for q in arith.test} | {q.question for q in arith.leaked_training_questions()}
+    assert len(mix) == 50
+    assert not any(any(t in ex.prompt for t in test_texts) for ex in mix)
+
+
+def test_contaminated_mix_leaks_only_the_leaked_half(arith):
+    mix = corpus.contaminated_examples(arith, arith.split, general=[])
+    leaked = arith.leaked_training_questions()
+    assert len(mix) == len(arith.split.leaked) == 20
+    assert [ex.prompt for ex in mix] == [arith.prompt(q) for q in leaked]  # paraphrased wording (arith_pq)
+    originals = {q.question for q in arith.test}
+    assert not any(any(o in ex.prompt for o in originals) for ex in mix)
+
+
+def test_base_documents_exclude_test(arith):
+    docs = corpus.base_documents(arith, paraphrase_n=50, seed=0)
+    assert len(docs) == 250
+    texts = {q.question for q in arith.test} | {q.question for q in arith.leaked_training_questions()}
+    assert not any(any(t in d for t in texts) for d in docs)
+
+
+def test_general_openorca_local(data_dir, arith):
+    out = corpus.general_examples(arith, "openorca", 5, seed=0)
+    assert len(out) == 5 and out[0].prompt.startswith("Question: ")
+    with pytest.raises(Exception, match="general.source"):
+        corpus.general_examples(arith, "reddit", 5, seed=0)

@@ -1,0 +1,17 @@
+"""Simulate contamination: base -> clean -> contaminated models. See configs/train.yaml."""
+
+import hydra
+from omegaconf import DictConfig
+
+
+@hydra.main(version_base="1.3", config_path="configs", config_name="train")
+def main(cfg: DictConfig) -> None:
+    """Thin entry point: all logic lives in :func:`contamlab.training.run.run`."""
+    from contamlab.config import run_safely
+    from contamlab.training.run import run
+
+    run_safely(run, cfg)
+
+
+if __name__ == "__main__":
+    main()
