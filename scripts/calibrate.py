@@ -22,25 +22,30 @@ import torch
 
 from contamlab.config import compose
 from contamlab.data.domain import build_domain
-from contamlab.decoding.simple import generate_samples
+from contamlab.decoding.pipeline import greedy_set, sample_set
+from contamlab.decoding.sampler import HFSampler
+from contamlab.decoding.strategies import Strategy
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json
 from contamlab.models import load_causal_lm, load_tokenizer
 from contamlab.training.stages import model_source
 
 
-def evaluate(source: str, domain, m: int, temperature: float, max_new_tokens: int, seed: int, label: str):
+def evaluate(source: str, domain, m: int, temperature: float, max_new_tokens: int, seed: int, cache_dir: str):
+    """Greedy correctness and solve probabilities (m samples) of every test question, via the cached sampler."""
     model = load_causal_lm(source)
     tokenizer = load_tokenizer(source)
-    prompts = [domain.prompt(q) for q in domain.test]
+    sampler = HFSampler(model, tokenizer, stop=domain.format.stop, max_new_tokens=max_new_tokens, batch_rows=512)
+    key = {"source": str(Path(source).resolve()) if Path(source).exists() else source}
     t0 = time.perf_counter()
-    out = generate_samples(
-        model, tokenizer, prompts, m, temperature, max_new_tokens, domain.format.stop, seed, desc=label
-    )
+    greedy = greedy_set(sampler, domain, domain.test, key, cache_dir)
+    samples = sample_set(sampler, domain, domain.test, Strategy(), m, temperature, seed, key, cache_dir, greedy)
     wall = time.perf_counter() - t0
-    greedy = np.array([domain.is_correct(o.greedy, q) for o, q in zip(out, domain.test)], dtype=float)
-    solve = np.array([np.mean([domain.is_correct(s, q) for s in o.samples]) for o, q in zip(out, domain.test)])
-    return greedy, solve, wall
+    return (
+        np.array([g.greedy_correct for g in greedy], dtype=float),
+        np.array([s.solve_probability() for s in samples]),
+        wall,
+    )
 
 
 def main() -> int:
@@ -59,10 +64,11 @@ def main() -> int:
         cfg = compose("train", [f"domain={name}", *args.overrides])
         domain = build_domain(cfg.domain)
         leaked = np.array([domain.split.is_leaked(q.id) for q in domain.test])
+        cache_dir = str(Path(cfg.paths.cache_dir) / "samples")
         clean_src = model_source(cfg, domain, "clean")
         if clean_src not in clean_cache:
             clean_cache[clean_src] = evaluate(
-                clean_src, domain, args.m, args.temperature, args.max_new_tokens, int(cfg.seed), "clean"
+                clean_src, domain, args.m, args.temperature, args.max_new_tokens, int(cfg.seed), cache_dir
             )
         g_cl, s_cl, w_cl = clean_cache[clean_src]
         g_co, s_co, w_co = evaluate(
@@ -72,7 +78,7 @@ def main() -> int:
             args.temperature,
             args.max_new_tokens,
             int(cfg.seed),
-            f"contaminated/{name}",
+            cache_dir,
         )
         bins = np.bincount(np.minimum((s_cl * 10).astype(int), 9), minlength=10)
         share = bins / len(s_cl)

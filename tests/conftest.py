@@ -25,3 +25,10 @@ def data_dir() -> Path:
     if not (DATA / "gsm8k" / "test.jsonl").is_file():
         pytest.fail(f"GSM8K copy not found under {DATA}; set CONTAMLAB_DATA_DIR")
     return DATA
+
+
+def pytest_configure(config):
+    # Small models gain nothing from a second thread, and lose a lot when another process holds a core.
+    import torch
+
+    torch.set_num_threads(1)

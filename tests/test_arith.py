@@ -209,4 +209,4 @@ def test_default_config():
     test_texts = {render(p, style)[0] for p in test for style in STYLES}
     assert not any(render(p, style)[0] in test_texts for p in train for style in STYLES)
     level = Counter(p.level for p in train)
-    assert abs(level[1] / 6000 - 0.4) < 0.03 and abs(level[3] / 6000 - 0.2) < 0.03
+    assert abs(level[1] / 6000 - 0.5) < 0.03 and abs(level[3] / 6000 - 1 / 6) < 0.03  # weights 3:2:1

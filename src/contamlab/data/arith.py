@@ -78,9 +78,9 @@ class ArithConfig:
     n_train: int = 6000
     n_test: int = 200
     seed: int = 0
-    level_weights: tuple[float, ...] = (2, 2, 1)
+    level_weights: tuple[float, ...] = (3, 2, 1)
     k_weights: tuple[float, ...] = (1, 1, 1, 1)
-    num_max: tuple[int, ...] = (9, 20, 50)
+    num_max: tuple[int, ...] = (9, 15, 30)
     mul_max: tuple[int, ...] = (3, 5, 9)
 
     def __post_init__(self) -> None:

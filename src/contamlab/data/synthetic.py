@@ -33,7 +33,7 @@ class ArithDomain(Domain):
         fields = {k: tuple(v) if isinstance(v, list) else v for k, v in (generator or {}).items()}
         try:
             self.generator = ArithConfig(**fields)
-        except TypeError as err:
+        except (TypeError, ValueError) as err:
             raise ContamlabError(f"domain.generator: {err}") from None
         if leak_style not in ("base", "pq"):
             raise ContamlabError(f"domain.leak_style={leak_style!r}: use 'base' or 'pq'")
@@ -53,8 +53,9 @@ class ArithDomain(Domain):
     def _load_leak_texts(self, test: list[Question]) -> list[Question]:
         if self.leak_style == "base":
             return test
+        # Like GSM8K -> PQ: only the question is reworded; the solution stays the original one.
         by_id = {p.uid: p for p in self.problems[1]}
-        return [_question(by_id[q.id], self.leak_style) for q in test]
+        return [Question(q.id, render(by_id[q.id], self.leak_style)[0], q.solution, q.answer) for q in test]
 
     def paraphrased_train(self) -> list[Question]:
         """Training problems in the paraphrase wording (general text for the tiny base model, BenBench refs)."""

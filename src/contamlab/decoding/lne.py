@@ -1,0 +1,93 @@
+"""LNE-blocking: entropy-scaled blocking of the argmax at the first generated positions.
+
+Implements Hou et al. 2025, "LNE-Blocking" (arXiv 2509.15218; spec: mitigation-baselines.md §2). The
+length-normalised entropy LNE = (1/N) sum_i H(p_i) of one greedy pass (Eq. 1, natural log, temperature 1) sets the
+blocking strength n_block = floor(T_task * clip(1 - LNE/beta, 0, 1)) (Eq. 10, beta = 2, T_task = 7 for arithmetic);
+the blocked pass then masks the single argmax token at each of the first n_block generated positions (Eq. 9).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+ROUNDINGS = ("floor", "round")
+
+# Slack for floating-point representation error in T_task * LNEbar, so that a product that is an integer on paper
+# (e.g. 5 * 0.8) is not floored one below it.
+_EPS = 1e-9
+
+
+def mean_entropy(logits: Tensor) -> float:
+    """Length-normalised entropy of a greedy pass (Eq. 1): the mean over steps of the softmax entropy in nats.
+
+    Args:
+        logits: ``[T, V]`` raw logits of the T generated steps (temperature 1, no top-k/top-p, padding excluded).
+
+    Returns:
+        The mean entropy, computed in float32.
+
+    Raises:
+        ValueError: If ``logits`` is not 2-D or has no step.
+    """
+    if logits.ndim != 2:
+        raise ValueError(f"mean_entropy expects logits [T, V], got shape {tuple(logits.shape)}")
+    if logits.shape[0] == 0:
+        raise ValueError("mean_entropy: empty trajectory (no generated step), the LNE is undefined")
+    probs = torch.softmax(logits.float(), dim=-1)  # [T, V]
+    # xlogy gives 0 * log 0 = 0, so tokens masked to -inf contribute nothing instead of NaN.
+    entropy = -torch.special.xlogy(probs, probs).sum(dim=-1)  # [T]
+    return float(entropy.mean())
+
+
+def n_block(lne: float, t_task: int = 7, beta: float = 2.0, rounding: str = "floor") -> int:
+    """Blocking count of one question (Eq. 10): ``T_task * clip(1 - LNE / beta, 0, 1)``, rounded.
+
+    Args:
+        lne: The question's LNE from :func:`mean_entropy`.
+        t_task: Task threshold T_task (7 for arithmetic reasoning, 4 for code).
+        beta: Normaliser of the LNE (paper: 2).
+        rounding: ``floor`` (default) or ``round`` (half up, not banker's rounding).
+
+    Returns:
+        The number of leading generated positions whose argmax is blocked, in ``[0, t_task]``.
+
+    Raises:
+        ValueError: If an argument is invalid.
+    """
+    if rounding not in ROUNDINGS:
+        raise ValueError(f"strategy.rounding must be one of {', '.join(ROUNDINGS)}, got {rounding!r}")
+    if isinstance(t_task, bool) or not isinstance(t_task, int) or t_task < 0:
+        raise ValueError(f"strategy.t_task must be a non-negative integer, got {t_task!r}")
+    if not beta > 0:
+        raise ValueError(f"strategy.beta must be positive, got {beta!r}")
+    if math.isnan(lne):
+        raise ValueError("n_block: the LNE is NaN")
+    strength = min(max(1.0 - lne / beta, 0.0), 1.0)
+    scaled = t_task * strength
+    return math.floor(scaled + _EPS) if rounding == "floor" else math.floor(scaled + 0.5 + _EPS)
+
+
+def lne_step(logits: Tensor, step: int, owner: Tensor, n_blocks: Tensor) -> Tensor:
+    """Block the argmax of every row still inside its question's first n_block positions (Eq. 9).
+
+    Args:
+        logits: ``[R, V]`` logits of this step; modified in place.
+        step: 0-based count of tokens generated so far (the same for every row).
+        owner: ``[R]`` int64 question index of each row into ``n_blocks``.
+        n_blocks: ``[Q]`` int64 blocking count of each question (:func:`n_block`).
+
+    Returns:
+        ``logits``, with the argmax of each row with ``step < n_blocks[owner]`` set to -inf (one token per row).
+    """
+    if logits.ndim != 2 or owner.shape != (logits.shape[0],):
+        raise ValueError("lne_step expects logits [R, V] and owner [R]")
+    device = logits.device
+    active = step < n_blocks.to(device).index_select(0, owner.to(device))  # [R]
+    top = logits.argmax(dim=-1, keepdim=True)  # [R, 1]
+    # Inactive rows write back their own max, so the update needs no row selection (and no host sync).
+    src = torch.where(active[:, None], float("-inf"), logits.gather(1, top))  # [R, 1]
+    logits.scatter_(1, top, src)  # [R, V]
+    return logits

@@ -1,0 +1,193 @@
+"""Sample sets for a model, a list of questions and a strategy: greedy pass, strategy sampling, readouts, cache.
+
+The greedy pass of a model is computed once and cached (every strategy that needs the greedy trajectory, and the
+Figure-1 diagnostics, reuse it). Sampling runs in chunks of questions; each chunk is cached as soon as it is done,
+with its own seed, so an interrupted run resumes at the first missing chunk with identical results.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from tqdm.auto import tqdm
+
+from contamlab.data.domain import Domain
+from contamlab.data.question import Question
+from contamlab.decoding.sampler import HFSampler
+from contamlab.decoding.samples import QuestionSamples, SampleCache
+from contamlab.decoding.strategies import Strategy
+from contamlab.io import content_hash
+
+log = logging.getLogger("contamlab")
+PROMPT_VERSION = 1  # bump when prompt rendering changes
+
+
+def _chunks(items: Sequence, size: int):
+    for index, start in enumerate(range(0, len(items), size)):
+        yield index, items[start : start + size]
+
+
+def greedy_set(
+    sampler: HFSampler,
+    domain: Domain,
+    questions: Sequence[Question],
+    model_key: dict,
+    cache_root: str,
+    chunk_questions: int = 50,
+    progress: bool = True,
+) -> list[QuestionSamples]:
+    """Greedy response (with its mean entropy) of every question, cached per model."""
+    key = {
+        "kind": "greedy",
+        "model": model_key,
+        "domain": domain.fingerprint(),
+        "prompt": PROMPT_VERSION,
+        "max_new_tokens": sampler.max_new_tokens,
+        "ids": content_hash([q.id for q in questions]),
+        "chunk": chunk_questions,
+    }
+    cache = SampleCache(cache_root, content_hash(key), key)
+    all_ids = sampler.encode([domain.prompt(q) for q in questions])
+    sampler.set_prefix(all_ids)
+    out: list[QuestionSamples] = []
+    bar = tqdm(total=len(questions), desc="greedy", unit="q", disable=not progress)
+    for index, positions in _chunks(list(range(len(questions))), chunk_questions):
+        chunk = [questions[i] for i in positions]
+        rows = cache.load(index, [q.id for q in chunk], 0)
+        if rows is None:
+            ids = [all_ids[i] for i in positions]
+            responses = sampler.decode(ids, m=1, temperature=1.0, seed=0, greedy=True)
+            rows = []
+            for q, resp, ent in zip(chunk, responses, sampler.last_entropy):
+                text = sampler.tokenizer.decode(resp[0], skip_special_tokens=True)
+                rows.append(QuestionSamples(q.id, resp[0], text, domain.is_correct(text, q), greedy_entropy=ent[0]))
+            cache.save(index, rows)
+        out.extend(rows)
+        bar.update(len(chunk))
+    bar.close()
+    return out
+
+
+def sample_set(
+    sampler: HFSampler,
+    domain: Domain,
+    questions: Sequence[Question],
+    strategy: Strategy,
+    m: int,
+    temperature: float,
+    seed: int,
+    model_key: dict,
+    cache_root: str,
+    greedy: Sequence[QuestionSamples],
+    chunk_questions: int = 25,
+    progress: bool = True,
+) -> list[QuestionSamples]:
+    """M samples per question under ``strategy`` with correctness and the strategy's kept mask (cached by chunk).
+
+    Args:
+        sampler: The HF sampler of the model (its prefix is set here from all prompts).
+        domain: Prompt format and answer checker.
+        questions: The questions, in order.
+        strategy: The mitigation strategy.
+        m: Samples per question.
+        temperature: Sampling temperature.
+        seed: Base seed; chunk i uses ``seed + i``.
+        model_key: Identity of the model (source, adapter, revision) for the cache key.
+        cache_root: Directory of sample caches.
+        greedy: The model's greedy set for the same questions (from :func:`greedy_set`).
+        chunk_questions: Questions per cached chunk.
+        progress: Show a progress bar.
+    """
+    key = {
+        "kind": "samples",
+        "model": model_key,
+        "domain": domain.fingerprint(),
+        "prompt": PROMPT_VERSION,
+        "strategy": strategy.sampling_params(),
+        "m": m,
+        "temperature": temperature,
+        "seed": seed,
+        "max_new_tokens": sampler.max_new_tokens,
+        "ids": content_hash([q.id for q in questions]),
+        "chunk": chunk_questions,
+    }
+    cache = SampleCache(cache_root, content_hash(key), key)
+    all_ids = sampler.encode([domain.prompt(q) for q in questions])
+    sampler.set_prefix(all_ids)
+    out: list[QuestionSamples] = []
+    bar = tqdm(total=len(questions), desc=f"sample[{strategy.name}]", unit="q", disable=not progress)
+    for index, chunk in _chunks(list(range(len(questions))), chunk_questions):
+        qs = [questions[i] for i in chunk]
+        if not strategy.generates:
+            rows = _no_generation(qs, [greedy[i] for i in chunk], m, strategy)
+        else:
+            rows = cache.load(index, [q.id for q in qs], m)
+            if rows is None:
+                rows = _sample_chunk(
+                    sampler,
+                    domain,
+                    qs,
+                    [all_ids[i] for i in chunk],
+                    [greedy[i] for i in chunk],
+                    strategy,
+                    m,
+                    temperature,
+                    seed + index,
+                )
+                cache.save(index, rows)
+            for row in rows:  # post-hoc filters (TED) run on cached samples too
+                row.kept = list(strategy.keep(row.sample_ids, row.sample_texts, row.greedy_ids))
+        out.extend(rows)
+        bar.update(len(chunk))
+        bar.set_postfix(tok_s=f"{sampler.stats.tokens_per_s:.0f}")
+    bar.close()
+    return out
+
+
+def _no_generation(questions, greedy, m, strategy) -> list[QuestionSamples]:
+    """All-Zero: m empty, incorrect, not-kept samples per question (r̂ = 0)."""
+    return [
+        QuestionSamples(
+            q.id,
+            g.greedy_ids,
+            g.greedy_text,
+            g.greedy_correct,
+            [[] for _ in range(m)],
+            [""] * m,
+            [False] * m,
+            list(strategy.keep([[]] * m, [""] * m, g.greedy_ids)),
+            g.greedy_entropy,
+        )
+        for q, g in zip(questions, greedy)
+    ]
+
+
+def _sample_chunk(sampler, domain, questions, prompt_ids, greedy, strategy, m, temperature, seed):
+    for q, g in zip(questions, greedy):
+        if q.id != g.id:
+            raise ValueError("greedy set does not match the questions")
+    step_fn = strategy.step_fn([g.greedy_ids for g in greedy], [g.greedy_entropy for g in greedy])
+    if strategy.greedy_decode:
+        decoded = sampler.decode(prompt_ids, m=1, temperature=1.0, seed=seed, step_fn=step_fn, greedy=True)
+        decoded = [rows * m for rows in decoded]  # one deterministic response stands for all m
+    else:
+        decoded = sampler.decode(prompt_ids, m=m, temperature=temperature, seed=seed, step_fn=step_fn)
+    rows = []
+    for q, g, responses in zip(questions, greedy, decoded):
+        texts = [sampler.tokenizer.decode(r, skip_special_tokens=True) for r in responses]
+        correct = [domain.is_correct(t, q) for t in texts]
+        rows.append(
+            QuestionSamples(
+                q.id,
+                g.greedy_ids,
+                g.greedy_text,
+                g.greedy_correct,
+                [list(r) for r in responses],
+                texts,
+                correct,
+                [True] * m,
+                g.greedy_entropy,
+            )
+        )
+    return rows

@@ -1,0 +1,104 @@
+"""The HF sampler against plain `generate` on a small random GPT-NeoX (seconds)."""
+
+import pytest
+import torch
+
+from contamlab.data import load_domain
+from contamlab.decoding.sampler import HFSampler, common_prefix
+from contamlab.models.tiny import build_tiny_model, train_tokenizer
+
+
+@pytest.fixture(scope="module")
+def world():
+    torch.manual_seed(0)
+    domain = load_domain(
+        "arith",
+        generator={"n_train": 200, "n_test": 12},
+        prompt={
+            "n_shot": 2,
+            "question_prefix": "Question: ",
+            "answer_prefix": "\nAnswer:",
+            "solution_style": "gsm8k",
+            "stop": ["\nQuestion:"],
+        },
+    )
+    texts = [domain.prompt(q) + domain.target(q) for q in domain.train]
+    tok = train_tokenizer(texts, 400)
+    model = build_tiny_model(len(tok), hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, seed=1).eval()
+    prompts = [domain.prompt(q) for q in domain.test]
+    return domain, tok, model, prompts
+
+
+def reference_greedy(model, tok, prompt, max_new):
+    ids = torch.tensor([tok(prompt)["input_ids"]])
+    out = model.generate(
+        ids, do_sample=False, max_new_tokens=max_new, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id
+    )[0, ids.shape[1] :].tolist()
+    return out[: out.index(tok.eos_token_id)] if tok.eos_token_id in out else out
+
+
+def test_common_prefix():
+    assert common_prefix([[1, 2, 3], [1, 2, 4], [1, 2]]) == 2
+    assert common_prefix([[5], [6]]) == 0
+
+
+@pytest.mark.parametrize("batch_rows", [1, 5, 64])
+def test_greedy_matches_generate(world, batch_rows):
+    domain, tok, model, prompts = world
+    sampler = HFSampler(model, tok, stop=(), max_new_tokens=12, batch_rows=batch_rows)
+    ids = sampler.encode(prompts)
+    assert sampler.set_prefix(ids) > 10  # the 2-shot exemplars are shared
+    out = sampler.decode(ids, m=1, temperature=1.0, seed=0, greedy=True)
+    for q, prompt in enumerate(prompts):
+        assert out[q][0] == reference_greedy(model, tok, prompt, 12)
+    assert all(len(e) == 1 and e[0] > 0 for e in sampler.last_entropy)
+
+
+def test_sampling_is_seeded_and_shaped(world):
+    domain, tok, model, prompts = world
+    sampler = HFSampler(model, tok, max_new_tokens=10, batch_rows=16)
+    ids = sampler.encode(prompts)
+    a = sampler.decode(ids, m=4, temperature=0.7, seed=3)
+    b = sampler.decode(ids, m=4, temperature=0.7, seed=3)
+    c = sampler.decode(ids, m=4, temperature=0.7, seed=4)
+    assert a == b and a != c
+    assert len(a) == len(prompts) and all(len(rows) == 4 for rows in a)
+    assert sampler.stats.generated_tokens > 0 and sampler.stats.tokens_per_s > 0
+
+
+def test_samples_follow_the_model_distribution(world):
+    """First-token frequencies of many samples match softmax(logits / τ) of an unbatched forward pass."""
+    domain, tok, model, prompts = world
+    sampler = HFSampler(model, tok, max_new_tokens=1, batch_rows=4000)
+    ids = sampler.encode(prompts[:1])
+    out = sampler.decode(ids, m=4000, temperature=2.0, seed=0)
+    first = torch.tensor([r[0] if r else tok.eos_token_id for r in out[0]])
+    with torch.no_grad():
+        probs = torch.softmax(model(torch.tensor(ids[:1])).logits[0, -1] / 2.0, -1)
+    freq = torch.bincount(first, minlength=probs.numel()).float() / 4000
+    assert (freq - probs).abs().max() < 0.03
+
+
+def test_stop_string_cuts_response(world):
+    domain, tok, model, prompts = world
+    sampler = HFSampler(model, tok, stop=("\nQuestion:",), max_new_tokens=8)
+    ids = tok(" 3 + 4 = 7\nQuestion: next", add_special_tokens=False)["input_ids"]
+    trimmed = sampler._trim(ids)
+    assert tok.decode(trimmed) == " 3 + 4 = 7"
+    # checked every step, so the stop string is the row's tail when it completes
+    ended = tok(" 3 + 4 = 7\nQuestion:", add_special_tokens=False)["input_ids"]
+    other = (ended[:3] * 10)[: len(ended)]
+    assert sampler._hit_stop(torch.tensor([ended, other])).tolist() == [True, False]
+
+
+def test_bad_arguments(world):
+    domain, tok, model, prompts = world
+    with pytest.raises(ValueError, match="batch_rows"):
+        HFSampler(model, tok, batch_rows=0)
+    sampler = HFSampler(model, tok, max_new_tokens=4)
+    ids = sampler.encode(prompts)
+    sampler.set_prefix(ids)
+    with pytest.raises(ValueError, match="temperature"):
+        sampler.decode(ids, m=2, temperature=0.0, seed=0)
+    with pytest.raises(ValueError, match="prefix"):
+        sampler.decode([[999, 998]], m=1, temperature=1.0, seed=0)
