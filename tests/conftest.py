@@ -32,3 +32,11 @@ def pytest_configure(config):
     import torch
 
     torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory):
+    """A tiny default world trained once per test session by the real train.py."""
+    from e2e import make_trained
+
+    return make_trained(tmp_path_factory)

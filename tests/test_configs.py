@@ -68,7 +68,7 @@ def test_domain_yaml_instantiates(option, data_dir):
 def test_component_yaml_builds_or_says_not_implemented(group, option):
     node = compose("evaluate", [f"{group}={option}"])[group]
     if not node.get("_target_"):
-        assert option == "none"
+        assert option == "none" or group == "metric"  # metric configs are parameters, not objects
         return
     try:
         build(node, group)

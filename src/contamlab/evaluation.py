@@ -1,26 +1,227 @@
-"""evaluate.py's job: one (model, domain, strategy, detector) → samples, metrics, detector scores."""
+"""evaluate.py's job: one (model, domain, strategy, detector) → samples, restoration metrics, results files.
+
+The clean model is sampled as is and the contaminated one under the strategy (both cached, so a grid over
+strategies samples the clean model once); per-question solve probabilities feed the metrics of "Zero Gap Is Not
+Restoration" §3, overall and split by leaked / unleaked questions, with stratified bootstrap intervals.
+"""
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
+import csv
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
 
 from contamlab.config import build
-from contamlab.data.domain import build_domain
+from contamlab.data.domain import Domain, build_domain
+from contamlab.decoding.pipeline import greedy_set, sample_set
+from contamlab.decoding.samples import QuestionSamples
+from contamlab.decoding.strategies import Strategy
+from contamlab.errors import ContamlabError
+from contamlab.io import atomic_write_json, atomic_write_text
+from contamlab.metrics import bin_index, bootstrap_intervals, g_ap, gap_metrics, per_bin_table
+from contamlab.models import load_causal_lm, load_tokenizer
+from contamlab.training.stages import model_source
+
+log = logging.getLogger("contamlab")
 
 
-def run(cfg: DictConfig) -> None:
-    """Run one evaluation job.
+def _model_key(source: str, cfg: DictConfig) -> dict:
+    path = Path(source)
+    return {"source": str(path.resolve()) if path.exists() else source, "revision": cfg.model.get("revision")}
 
-    Builds every configured component first, so a component that is not implemented yet fails before any work.
-    """
-    domain = build_domain(cfg.domain)
-    components = {
-        "sampler": cfg.sampler,
-        "metric": cfg.metric,
-        "strategy": cfg.strategy,
-        "detector": cfg.detector,
+
+def _sample(cfg, domain: Domain, source: str, strategy: Strategy, progress: bool) -> tuple[list, list, dict]:
+    """Greedy set and m samples of one model under one strategy (cached)."""
+    model = load_causal_lm(source, cfg.model.dtype, bool(cfg.model.trust_remote_code), cfg.model.get("revision"))
+    tokenizer = load_tokenizer(source, bool(cfg.model.trust_remote_code))
+    sampler = build(cfg.sampler, "sampler")(
+        model, tokenizer, stop=domain.format.stop, max_new_tokens=int(cfg.max_new_tokens)
+    )
+    key, cache = _model_key(source, cfg), str(Path(cfg.paths.cache_dir) / "samples")
+    t0 = time.perf_counter()
+    greedy = greedy_set(sampler, domain, domain.test, key, cache, progress=progress)
+    samples = sample_set(
+        sampler,
+        domain,
+        domain.test,
+        strategy,
+        int(cfg.m),
+        float(cfg.temperature),
+        int(cfg.seed),
+        key,
+        cache,
+        greedy,
+        int(cfg.chunk_questions),
+        progress,
+    )
+    timing = {
+        "wall_s": time.perf_counter() - t0,
+        "generated_tokens": sampler.stats.generated_tokens,
+        "tokens_per_s": sampler.stats.tokens_per_s,
     }
-    for key, node in components.items():
-        if node.get("_target_"):
-            build(node, key)
-    del domain
+    return greedy, samples, timing
+
+
+def _readouts(samples: list[QuestionSamples]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r_hat = np.array([s.solve_probability() for s in samples])
+    r01 = np.array([float(s.sample_correct[0] and (not s.kept or s.kept[0])) if s.m else 0.0 for s in samples])
+    counts = np.array([sum(s.sample_correct) for s in samples])
+    return r_hat, r01, counts
+
+
+def compute_metrics(
+    r_co: np.ndarray,
+    r_cl: np.ndarray,
+    r01_co: np.ndarray,
+    r01_cl: np.ndarray,
+    clean_bins: np.ndarray,
+    leaked: np.ndarray,
+    metric_cfg: Any,
+    seed: int,
+) -> dict[str, Any]:
+    """Every metric overall and per leaked / unleaked group, with bootstrap intervals when configured."""
+    out: dict[str, Any] = {}
+    for group, mask in (("all", np.ones_like(leaked)), ("leaked", leaked), ("unleaked", ~leaked)):
+        if not mask.any():
+            continue
+        values = gap_metrics(r_co[mask], r_cl[mask], int(metric_cfg.bins), clean_bins[mask])
+        values["g_ap"] = g_ap(r01_co[mask], r01_cl[mask])
+        values["mean_r_strategy"], values["mean_r_clean"] = float(r_co[mask].mean()), float(r_cl[mask].mean())
+        values["n"] = int(mask.sum())
+        entry: dict[str, Any] = {"values": values}
+        if int(metric_cfg.bootstrap) > 0:
+            entry["ci"] = bootstrap_intervals(
+                r_co[mask],
+                r_cl[mask],
+                int(metric_cfg.bins),
+                clean_bins[mask],
+                int(metric_cfg.bootstrap),
+                float(metric_cfg.confidence),
+                seed,
+                r01_co[mask],
+                r01_cl[mask],
+            )
+        out[group] = entry
+    return out
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    """Run one evaluation job and write results.json and per_question.csv into the job's output directory."""
+    torch.manual_seed(int(cfg.seed))
+    domain = build_domain(cfg.domain)
+    if cfg.detector.get("_target_"):
+        build(cfg.detector, "detector")  # detectors land with their own issue; fail before any work
+    if not cfg.strategy.get("_target_"):
+        raise ContamlabError("strategy=none samples nothing; choose a strategy (identity, railcap, …) or a detector")
+    strategy = build(cfg.strategy, "strategy")
+    if int(cfg.m) < 1:
+        raise ContamlabError(f"m={cfg.m}: need at least one sample per question")
+    out_dir = Path(cfg.paths.output_dir)
+    progress = bool(cfg.get("progress", True))
+    started = time.perf_counter()
+    clean_src = model_source(cfg, domain, "clean")
+    cont_src = model_source(cfg, domain, "contaminated")
+    _, clean, t_clean = _sample(cfg, domain, clean_src, Strategy(), progress)
+    greedy_co, cont, t_cont = _sample(cfg, domain, cont_src, strategy, progress)
+    r_cl, r01_cl, c_cl = _readouts(clean)
+    r_co, r01_co, _ = _readouts(cont)
+    clean_bins = bin_index(c_cl, int(cfg.m), int(cfg.metric.bins))
+    leaked = np.array([domain.split.is_leaked(q.id) for q in domain.test])
+    metrics = compute_metrics(r_co, r_cl, r01_co, r01_cl, clean_bins, leaked, cfg.metric, int(cfg.seed))
+    results = {
+        "config": OmegaConf.to_container(cfg, resolve=True),
+        "models": {"clean": clean_src, "contaminated": cont_src},
+        "strategy": strategy.params(),
+        "metrics": metrics,
+        "per_bin": per_bin_table(r_co, r_cl, int(cfg.metric.bins), clean_bins),
+        "counts": {
+            "questions": len(domain.test),
+            "leaked": int(leaked.sum()),
+            "m": int(cfg.m),
+            "ted_no_survivor": int(sum(1 for s in cont if s.m and not any(s.kept))),
+        },
+        "timings": {"clean": t_clean, "contaminated": t_cont, "wall_s": time.perf_counter() - started},
+    }
+    atomic_write_json(out_dir / "results.json", results)
+    _write_per_question(out_dir / "per_question.csv", domain, leaked, clean_bins, clean, cont)
+    _log_wandb(cfg, metrics, out_dir)
+    v = metrics["all"]["values"]
+    log.info(
+        "%s on %s/%s: SA-PPG %.4f  A-PPG %.4f  G-APP %.4f  G-AP %.4f  (results in %s)",
+        strategy.name,
+        cfg.model.name,
+        domain.name,
+        v["sa_ppg"],
+        v["a_ppg"],
+        v["g_app"],
+        v["g_ap"],
+        out_dir,
+    )
+    return results
+
+
+def _write_per_question(path, domain, leaked, clean_bins, clean, cont) -> None:
+    rows = [
+        [
+            "id",
+            "leaked",
+            "bin",
+            "clean_correct",
+            "clean_m",
+            "strategy_correct",
+            "strategy_kept",
+            "r_clean",
+            "r_strategy",
+        ]
+    ]
+    for q, lk, b, cl, co in zip(domain.test, leaked, clean_bins, clean, cont):
+        kept = sum(co.kept) if co.kept else co.m
+        rows.append(
+            [
+                q.id,
+                int(lk),
+                int(b),
+                sum(cl.sample_correct),
+                cl.m,
+                sum(c for c, k in zip(co.sample_correct, co.kept or [True] * co.m) if k),
+                kept,
+                f"{cl.solve_probability():.6f}",
+                f"{co.solve_probability():.6f}",
+            ]
+        )
+    import io
+
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(rows)
+    atomic_write_text(path, buffer.getvalue())
+
+
+def _log_wandb(cfg, metrics, out_dir) -> None:
+    wandb_cfg = cfg.logger.get("wandb")
+    if not wandb_cfg or wandb_cfg.get("mode") == "disabled":
+        return
+    import wandb
+
+    run = wandb.init(
+        project=wandb_cfg.project,
+        entity=wandb_cfg.get("entity"),
+        mode=wandb_cfg.mode,
+        group=wandb_cfg.get("group") or f"eval-{cfg.model.name}-{cfg.domain.name}",
+        name=f"{cfg.strategy.name}",
+        dir=str(out_dir),
+        config=OmegaConf.to_container(cfg, resolve=True),
+    )
+    try:
+        flat = {f"eval/{group}/{k}": v for group, e in metrics.items() for k, v in e["values"].items()}
+        run.log(flat)
+        run.log(
+            {"eval/per_question": wandb.Table(dataframe=__import__("pandas").read_csv(out_dir / "per_question.csv"))}
+        )
+    finally:
+        wandb.finish()

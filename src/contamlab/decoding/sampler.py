@@ -64,6 +64,7 @@ class HFSampler:
         max_new_tokens: Token budget per response.
         batch_rows: Maximum rows (questions × samples) decoded together.
         compact_fraction: Compact the cache once this share of the rows has finished.
+        name: Backend name (``hf``), recorded with the results.
     """
 
     def __init__(
@@ -74,11 +75,13 @@ class HFSampler:
         max_new_tokens: int = 256,
         batch_rows: int = 256,
         compact_fraction: float = 0.125,
+        name: str = "hf",
     ) -> None:
         if max_new_tokens <= 0:
             raise ValueError(f"max_new_tokens={max_new_tokens}: must be positive")
         if batch_rows <= 0:
             raise ValueError(f"sampler.batch_rows={batch_rows}: must be positive")
+        self.name = name
         self.model = model
         self.tokenizer = tokenizer
         self.stop = tuple(stop)

@@ -1,0 +1,76 @@
+"""Shared helpers of the end-to-end tests: tiny overrides and a runner for the real entry points."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = [
+    "domain.generator.n_train=300",
+    "domain.generator.n_test=20",
+    "model.arch.hidden_size=32",
+    "model.arch.num_layers=1",
+    "model.arch.num_heads=2",
+    "model.arch.intermediate_size=64",
+    "model.tokenizer.vocab_size=400",
+    "base.steps=20",
+    "base.batch=2",
+    "base.seq_len=64",
+    "finetune.clean_n_domain=10",
+    "finetune.general.n=4",
+    "finetune.epochs=1",
+    "trainer.enable_progress_bar=false",
+    "logger=csv",
+]
+
+
+def train(tmp: Path, *overrides: str, wait: bool = True, tag: str = "run"):
+    args = [
+        sys.executable,
+        str(REPO / "train.py"),
+        *TINY,
+        f"paths.models_dir={tmp / 'models'}",
+        f"hydra.run.dir={tmp / 'hydra' / tag}",
+        *overrides,
+    ]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if not wait:
+        return subprocess.Popen(args, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.run(args, cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
+
+
+def stage_dirs(tmp: Path) -> dict[str, Path]:
+    root = tmp / "models" / "tiny" / "arith"
+    if not root.is_dir():
+        return {}
+    return {p.name.rsplit("-", 1)[0]: p for p in root.iterdir() if not p.name.endswith(".partial")}
+
+
+def make_trained(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("train")
+    t0 = time.perf_counter()
+    result = train(tmp, tag="first")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return tmp, result, time.perf_counter() - t0
+
+
+def evaluate(tmp: Path, *overrides: str, multirun: bool = False, tag: str = "eval"):
+    """Run the real evaluate.py on the tiny world trained under ``tmp``."""
+    sweep = [f"hydra.sweep.dir={tmp / 'sweeps' / tag}"] if multirun else [f"hydra.run.dir={tmp / 'runs' / tag}"]
+    args = [
+        sys.executable,
+        str(REPO / "evaluate.py"),
+        *(["-m"] if multirun else []),
+        *[o for o in TINY if not o.startswith("trainer.")],
+        f"paths.models_dir={tmp / 'models'}",
+        f"paths.cache_dir={tmp / 'cache'}",
+        "m=4",
+        "max_new_tokens=24",
+        "metric.bootstrap=50",
+        "progress=false",
+        *sweep,
+        *overrides,
+    ]
+    return subprocess.run(args, cwd=tmp, capture_output=True, text=True, timeout=600)
