@@ -46,8 +46,14 @@ train: $(STAMP) ## Train the default world (tiny model; base, clean, contaminate
 calibrate: train ## Check the default world's calibration targets (prints the numbers, writes outputs/calibration)
 	$(PY) scripts/calibrate.py
 
-reproduce: calibrate ## The whole study on the default offline world; writes outputs/reproduce
-	@echo "evaluation grid and report: not implemented yet (the evaluate.py issue); models and calibration are done"
+reproduce: train ## The study on the default offline world: train, calibrate, strategy grid -> outputs/reproduce
+	-$(PY) scripts/calibrate.py
+	$(PY) evaluate.py -m domain=arith,arith_pq strategy=identity,railcap,ted,lne,all_zero \
+		hydra.sweep.dir=outputs/reproduce
+	@echo "report: outputs/reproduce/report.md (summary.csv, per-job results.json)"
+
+bench: $(STAMP) ## Sampling benchmark on the default world's model (ratios vs plain generate)
+	$(PY) benchmarks/sampling.py --model tiny
 
 sync: $(STAMP) ## Upload offline W&B runs (needs WANDB_API_KEY)
 	find outputs -type d -name 'offline-run-*' -print0 | xargs -0 -r $(VENV)/bin/wandb sync
@@ -56,4 +62,4 @@ clean: ## Remove outputs, caches and the virtual environment
 	rm -rf outputs multirun .pytest_cache .ruff_cache $(VENV)
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-.PHONY: help install test test-slow lint format train calibrate reproduce sync clean
+.PHONY: help install test test-slow lint format train calibrate reproduce bench sync clean

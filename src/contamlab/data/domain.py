@@ -123,6 +123,16 @@ class Domain:
             "n_train": len(self.train),
         }
 
+    def eval_fingerprint(self) -> dict[str, Any]:
+        """What determines the evaluation prompts and answers, not how the leak was rendered.
+
+        It keys the sample cache, so ``arith`` and ``arith_pq`` share the clean model's samples.
+        """
+        fp = dict(self.fingerprint())
+        for leak_field in ("name", "leak_style", "paraphrase_file", "split_seed", "leak_fraction"):
+            fp.pop(leak_field, None)
+        return fp
+
 
 def _checked(questions: list[Question], what: str) -> list[Question]:
     if not questions:

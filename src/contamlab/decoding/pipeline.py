@@ -41,7 +41,7 @@ def greedy_set(
     key = {
         "kind": "greedy",
         "model": model_key,
-        "domain": domain.fingerprint(),
+        "domain": domain.eval_fingerprint(),
         "prompt": PROMPT_VERSION,
         "max_new_tokens": sampler.max_new_tokens,
         "ids": content_hash([q.id for q in questions]),
@@ -102,7 +102,7 @@ def sample_set(
     key = {
         "kind": "samples",
         "model": model_key,
-        "domain": domain.fingerprint(),
+        "domain": domain.eval_fingerprint(),
         "prompt": PROMPT_VERSION,
         "strategy": strategy.sampling_params(),
         "m": m,

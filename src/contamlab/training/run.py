@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+import warnings
 from pathlib import Path
 
 import lightning as L
@@ -29,6 +30,10 @@ from contamlab.training.module import CausalLMModule
 from contamlab.training.stages import DONE_MARKER, content_hash, is_done, needed_stages, stage_dir, stage_key
 
 logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
+# Lightning's advice about ckpt_path / LeafSpec does not apply here (we resume explicitly); keep logs readable.
+warnings.filterwarnings("ignore", message=r".*ckpt_path.*")
+warnings.filterwarnings("ignore", message=r".*LeafSpec.*")
+warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
 
 
 def run(cfg: DictConfig) -> dict[str, Path]:
