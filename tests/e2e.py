@@ -58,12 +58,13 @@ def make_trained(tmp_path_factory):
 
 def evaluate(tmp: Path, *overrides: str, multirun: bool = False, tag: str = "eval"):
     """Run the real evaluate.py on the tiny world trained under ``tmp``."""
+    own_logger = any(o.startswith("logger=") for o in overrides)
     sweep = [f"hydra.sweep.dir={tmp / 'sweeps' / tag}"] if multirun else [f"hydra.run.dir={tmp / 'runs' / tag}"]
     args = [
         sys.executable,
         str(REPO / "evaluate.py"),
         *(["-m"] if multirun else []),
-        *[o for o in TINY if not o.startswith("trainer.")],
+        *[o for o in TINY if not o.startswith("trainer.") and not (o.startswith("logger=") and own_logger)],
         f"paths.models_dir={tmp / 'models'}",
         f"paths.cache_dir={tmp / 'cache'}",
         "m=4",

@@ -61,3 +61,13 @@ def test_bad_input_is_one_line(trained, override, message):
     assert result.returncode == 2, result.stdout + result.stderr
     lines = [line for line in result.stderr.splitlines() if line.startswith("contamlab: error:")]
     assert len(lines) == 1 and message in lines[0], result.stderr
+
+
+def test_wandb_offline_run_is_written(trained, monkeypatch):
+    tmp, _, _ = trained
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    result = evaluate(tmp, "strategy=identity", "logger=wandb", tag="wandb")
+    assert result.returncode == 0, result.stdout + result.stderr
+    runs = list((tmp / "runs" / "wandb").rglob("offline-run-*"))
+    assert runs, "no offline W&B run directory"
+    assert list(runs[0].rglob("*.wandb"))

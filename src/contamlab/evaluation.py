@@ -206,6 +206,7 @@ def _log_wandb(cfg, metrics, out_dir) -> None:
     wandb_cfg = cfg.logger.get("wandb")
     if not wandb_cfg or wandb_cfg.get("mode") == "disabled":
         return
+    import pandas as pd
     import wandb
 
     run = wandb.init(
@@ -220,8 +221,6 @@ def _log_wandb(cfg, metrics, out_dir) -> None:
     try:
         flat = {f"eval/{group}/{k}": v for group, e in metrics.items() for k, v in e["values"].items()}
         run.log(flat)
-        run.log(
-            {"eval/per_question": wandb.Table(dataframe=__import__("pandas").read_csv(out_dir / "per_question.csv"))}
-        )
+        run.log({"eval/per_question": wandb.Table(dataframe=pd.read_csv(out_dir / "per_question.csv"))})
     finally:
         wandb.finish()

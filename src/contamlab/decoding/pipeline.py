@@ -28,6 +28,25 @@ def _chunks(items: Sequence, size: int):
         yield index, items[start : start + size]
 
 
+def _open(sampler, domain, questions, model_key, cache_root, chunk_questions, **fields):
+    """The cache of one sample set, keyed by everything that determines it, and the prompts' token ids.
+
+    Also sets the sampler's shared prefix from all prompts, so every chunk reuses one prefix KV cache.
+    """
+    key = {
+        "model": model_key,
+        "domain": domain.eval_fingerprint(),
+        "prompt": PROMPT_VERSION,
+        "max_new_tokens": sampler.max_new_tokens,
+        "ids": content_hash([q.id for q in questions]),
+        "chunk": chunk_questions,
+        **fields,
+    }
+    all_ids = sampler.encode([domain.prompt(q) for q in questions])
+    sampler.set_prefix(all_ids)
+    return SampleCache(cache_root, content_hash(key), key), all_ids
+
+
 def greedy_set(
     sampler: HFSampler,
     domain: Domain,
@@ -38,18 +57,7 @@ def greedy_set(
     progress: bool = True,
 ) -> list[QuestionSamples]:
     """Greedy response (with its mean entropy) of every question, cached per model."""
-    key = {
-        "kind": "greedy",
-        "model": model_key,
-        "domain": domain.eval_fingerprint(),
-        "prompt": PROMPT_VERSION,
-        "max_new_tokens": sampler.max_new_tokens,
-        "ids": content_hash([q.id for q in questions]),
-        "chunk": chunk_questions,
-    }
-    cache = SampleCache(cache_root, content_hash(key), key)
-    all_ids = sampler.encode([domain.prompt(q) for q in questions])
-    sampler.set_prefix(all_ids)
+    cache, all_ids = _open(sampler, domain, questions, model_key, cache_root, chunk_questions, kind="greedy")
     out: list[QuestionSamples] = []
     bar = tqdm(total=len(questions), desc="greedy", unit="q", disable=not progress)
     for index, positions in _chunks(list(range(len(questions))), chunk_questions):
@@ -99,22 +107,19 @@ def sample_set(
         chunk_questions: Questions per cached chunk.
         progress: Show a progress bar.
     """
-    key = {
-        "kind": "samples",
-        "model": model_key,
-        "domain": domain.eval_fingerprint(),
-        "prompt": PROMPT_VERSION,
-        "strategy": strategy.sampling_params(),
-        "m": m,
-        "temperature": temperature,
-        "seed": seed,
-        "max_new_tokens": sampler.max_new_tokens,
-        "ids": content_hash([q.id for q in questions]),
-        "chunk": chunk_questions,
-    }
-    cache = SampleCache(cache_root, content_hash(key), key)
-    all_ids = sampler.encode([domain.prompt(q) for q in questions])
-    sampler.set_prefix(all_ids)
+    cache, all_ids = _open(
+        sampler,
+        domain,
+        questions,
+        model_key,
+        cache_root,
+        chunk_questions,
+        kind="samples",
+        strategy=strategy.sampling_params(),
+        m=m,
+        temperature=temperature,
+        seed=seed,
+    )
     out: list[QuestionSamples] = []
     bar = tqdm(total=len(questions), desc=f"sample[{strategy.name}]", unit="q", disable=not progress)
     for index, chunk in _chunks(list(range(len(questions))), chunk_questions):
