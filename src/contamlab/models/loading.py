@@ -1,0 +1,93 @@
+"""Loading causal LMs from a hub id, a local directory (full weights or a peft adapter), or the SmolLM2 package.
+
+``trust_remote_code`` stays off unless a model config turns it on explicitly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from contamlab.errors import ContamlabError
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def resolve_dtype(name: str) -> torch.dtype:
+    """Map a config dtype name to a torch dtype, with a clear error for unknown names."""
+    if name not in DTYPES:
+        raise ContamlabError(f"model.dtype={name!r}: choose one of {', '.join(DTYPES)}")
+    return DTYPES[name]
+
+
+def load_tokenizer(source: str | Path, trust_remote_code: bool = False, **kwargs: Any) -> PreTrainedTokenizerBase:
+    """Load a tokenizer and make sure it can pad (EOS doubles as padding when the model has no pad token)."""
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(source), trust_remote_code=trust_remote_code, **kwargs)
+    except (OSError, ValueError) as err:
+        raise _not_found(source, err) from None
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_causal_lm(
+    source: str | Path,
+    dtype: str = "float32",
+    trust_remote_code: bool = False,
+    revision: str | None = None,
+    base: str | Path | None = None,
+) -> PreTrainedModel:
+    """Load a causal LM for inference (``eval()`` mode).
+
+    Args:
+        source: A hub id, a local model directory, or a local peft adapter directory.
+        dtype: ``float32``, ``bfloat16`` or ``float16``.
+        trust_remote_code: Allow code from the model repository (off by default, for security).
+        revision: Hub revision (branch, tag or commit) for reproducible loads.
+        base: For an adapter directory, the base model to apply it to (default: the adapter's own record).
+
+    Raises:
+        ContamlabError: unknown id, missing directory, or the hub unreachable while offline.
+    """
+    torch_dtype = resolve_dtype(dtype)
+    path = Path(str(source))
+    if path.is_dir() and (path / "adapter_config.json").is_file():
+        from peft import PeftModel
+
+        adapter_cfg = json.loads((path / "adapter_config.json").read_text())
+        base_source = base or adapter_cfg.get("base_model_name_or_path")
+        if not base_source:
+            raise ContamlabError(f"{path}: adapter has no base_model_name_or_path; pass the base model explicitly")
+        model = load_causal_lm(base_source, dtype, trust_remote_code, revision)
+        return PeftModel.from_pretrained(model, str(path)).eval()
+    if looks_like_path(str(source)) and not path.is_dir():
+        raise ContamlabError(f"model directory {path} not found (train it first with train.py, or fix the path)")
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            str(source), dtype=torch_dtype, trust_remote_code=trust_remote_code, revision=revision
+        )
+    except (OSError, ValueError) as err:
+        raise _not_found(source, err) from None
+    return model.eval()
+
+
+def looks_like_path(source: str) -> bool:
+    """Whether a model source is meant as a filesystem path rather than a hub id."""
+    return source.startswith((".", "/", "~")) or os.sep in source and source.count("/") > 1
+
+
+def _not_found(source: str | Path, err: Exception) -> ContamlabError:
+    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+    first = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+    hint = (
+        "the hub is disabled (HF_HUB_OFFLINE=1): download the model elsewhere and pass its local directory"
+        if offline
+        else "check the id (owner/name), your network, and HF_TOKEN for gated models"
+    )
+    return ContamlabError(f"cannot load model {str(source)!r}: {first}. {hint}")
