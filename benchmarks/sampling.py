@@ -11,6 +11,7 @@ every figure is a ratio between rows of the same run.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 from pathlib import Path
@@ -114,7 +115,7 @@ def main() -> None:
         "railcap_overhead": ours / rail - 1,
         "threads": torch.get_num_threads(),
         "machine": platform.processor() or platform.machine(),
-        "cpu_count": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
         "rows": rows,
     }
     print(f"\nspeed-up over generate: {ours / base:.2f}x; RailCap overhead: {100 * (ours / rail - 1):+.1f}%")

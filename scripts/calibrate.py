@@ -53,7 +53,7 @@ def main() -> int:
     parser.add_argument("--domains", default="arith,arith_pq", help="comma-separated domains")
     parser.add_argument("--m", type=int, default=16)
     parser.add_argument("--temperature", type=float, default=0.7)
-    parser.add_argument("--max-new-tokens", type=int, default=160)
+    parser.add_argument("--max-new-tokens", type=int, default=256)  # = evaluate.yaml, so the caches are shared
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of the train config, e.g. model=tiny")
     args = parser.parse_args()

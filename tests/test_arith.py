@@ -12,6 +12,12 @@ from contamlab.data.arith import ArithConfig, ArithProblem, Step, generate, rend
 
 ANNOTATION = re.compile(r"<<(\d+)([+\-*/])(\d+)=(\d+)>>(\d+)")
 NUMBER = re.compile(r"\d+")
+WORD = re.compile(r"\{\w+\}|[A-Za-z']+|\d+")  # template fields count as words
+FIELD = re.compile(r"{(\w+)}")
+SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+NUMERIC_FIELDS = {"x", "n", "a", "b", "c", "d", "m", "price", "price2", "bill"}
+PERSON_FIELDS = {"N", "s", "S", "o", "p", "P", "F", "A", "B", "C"}
+PRONOUN_FIELDS = {"s", "S", "o", "p", "P"}
 SMALL = ArithConfig(n_train=500, n_test=100, seed=3)
 STYLES = ("base", "pq")
 
@@ -82,17 +88,49 @@ def test_solutions_check_out(everything, style):
         assert "{" not in question + solution and "}" not in question + solution
 
 
+def _words(text: str) -> set[str]:
+    return {w if w.startswith("{") else w.lower() for w in WORD.findall(text)}
+
+
+def _jaccard(a: str, b: str) -> float:
+    x, y = _words(a), _words(b)
+    return len(x & y) / len(x | y)
+
+
+def _sentences(text: str) -> list[str]:
+    return SENTENCE_END.split(text)
+
+
+def _people(template: str) -> set[str]:
+    """People a template mentions; the protagonist's pronouns count as the protagonist ``N``."""
+    return {"N" if f in PRONOUN_FIELDS else f for f in FIELD.findall(template) if f in PERSON_FIELDS}
+
+
 def test_styles_are_paraphrases_with_the_same_numbers(everything):
+    similarity = []
     for p in everything:
         q_base, s_base = render(p, "base")
         q_pq, s_pq = render(p, "pq")
         assert q_base != q_pq
         assert s_base != s_pq
         assert s_base.split("\n")[-1] == s_pq.split("\n")[-1] == f"#### {p.answer}"
-        numbers = Counter(NUMBER.findall(q_base))
-        assert numbers == Counter(NUMBER.findall(q_pq)), (q_base, q_pq)
+        # GSM8K-PQ style: the same numbers in the same order, ...
+        numbers = NUMBER.findall(q_base)
+        assert numbers == NUMBER.findall(q_pq), (q_base, q_pq)
         operands = {str(v) for s in p.steps for v in (s.a, s.b)}
         assert set(numbers) <= operands, (q_base, p.steps)
+        # ... the same protagonist and other people, ...
+        slots = dict(p.slots)
+        protagonist = slots["names"][0] if p.family == "compare" else slots["name"]
+        assert re.search(rf"\b{protagonist}\b", q_pq), (q_base, q_pq)
+        names = set(arith._NAMES)
+        assert _words(q_base) & {n.lower() for n in names} == _words(q_pq) & {n.lower() for n in names}
+        # ... one rephrased sentence per base sentence, none of them kept verbatim.
+        base_sentences, pq_sentences = _sentences(q_base), _sentences(q_pq)
+        assert len(base_sentences) == len(pq_sentences), (q_base, q_pq)
+        assert not set(base_sentences) & set(pq_sentences), (q_base, q_pq)
+        similarity.append(_jaccard(q_base, q_pq))
+    assert sum(similarity) / len(similarity) < 0.6
     # A real rephrasing: the two styles share no template at all.
     base = {t for ts in arith._TEMPLATES["base"].values() for t in ts}
     pq = {t for ts in arith._TEMPLATES["pq"].values() for t in ts}
@@ -108,16 +146,33 @@ def test_templates_vary():
 
 
 def test_question_templates_show_the_same_numbers():
-    numeric = {"x", "n", "a", "b", "c", "d", "m", "price", "price2", "bill"}
     for key in arith._TEMPLATES["base"]:
         if ".q." not in key:
             continue
         shown = {
-            tuple(sorted(f for f in re.findall(r"{(\w+)}", t) if f in numeric))
+            tuple(sorted(f for f in FIELD.findall(t) if f in NUMERIC_FIELDS))
             for style in STYLES
             for t in arith._TEMPLATES[style][key]
         }
         assert len(shown) == 1, (key, shown)
+
+
+def test_pq_question_templates_rephrase_their_base_template():
+    questions = arith._PQ_QUESTIONS
+    assert set(questions) == {key for key in arith._TEMPLATES["base"] if ".q." in key}
+    for key, groups in questions.items():
+        base = arith._BASE[key]
+        assert len(groups) == len(base), key
+        assert arith._TEMPLATES["pq"][key] == tuple(t for group in groups for t in group)
+        for template, paraphrases in zip(base, groups):
+            assert paraphrases, key
+            for pq in paraphrases:
+                # Same numbers in the same order, same people, one sentence, genuinely reworded.
+                numbers = [f for f in FIELD.findall(template) if f in NUMERIC_FIELDS]
+                assert [f for f in FIELD.findall(pq) if f in NUMERIC_FIELDS] == numbers, (template, pq)
+                assert _people(pq) == _people(template), (template, pq)
+                assert len(_sentences(pq)) == 1, pq
+                assert all(pq != b and _jaccard(pq, b) < 0.6 for b in base), (key, pq)
 
 
 def test_render_is_pure_and_checks_style(small):

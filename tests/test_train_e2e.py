@@ -7,7 +7,7 @@ import sys
 import time
 
 import pytest
-from e2e import REPO, TINY, stage_dirs, train
+from e2e import REPO, TINY, evaluate, stage_dirs, train
 
 
 def test_first_run_writes_all_stages(trained):
@@ -107,3 +107,27 @@ def test_calibration_script_runs(trained):
     report = json.loads((tmp / "outputs" / "calibration" / "tiny-arith.json").read_text())
     assert report["n_test"] == 20 and len(report["clean_solve_bins_10"]) == 10
     assert "clean greedy accuracy" in result.stdout
+
+
+def test_lora_stages_and_evaluation(tmp_path):
+    """The paper's recipe path: LoRA on the clean stage, the same adapter continued on the contaminated stage."""
+    lora = ["finetune.peft=lora", "finetune.lora.r=4", "finetune.lora.alpha=8", "finetune.lr=1e-3"]
+    result = train(tmp_path, *lora, tag="lora")
+    assert result.returncode == 0, result.stdout + result.stderr
+    dirs = stage_dirs(tmp_path)
+    for stage in ("clean", "contaminated-arith"):
+        adapter = json.loads((dirs[stage] / "adapter_config.json").read_text())
+        assert adapter["r"] == 4 and adapter["base_model_name_or_path"] == str(dirs["base"])
+        assert (dirs[stage] / "adapter_model.safetensors").is_file()
+        assert not (dirs[stage] / "model.safetensors").exists()  # only the adapter is stored
+    summary = json.loads((dirs["clean"] / "train_summary.json").read_text())
+    assert 0 < summary["trainable_params"] < 20_000  # LoRA trains a small fraction of the ~50k-parameter model
+
+    import torch
+
+    from contamlab.models import load_causal_lm
+
+    clean, cont = load_causal_lm(str(dirs["clean"])), load_causal_lm(str(dirs["contaminated-arith"]))
+    ids = torch.tensor([[5, 6, 7, 8]])
+    assert not torch.allclose(clean(ids).logits, cont(ids).logits)  # the contaminated adapter moved on
+    assert evaluate(tmp_path, *lora, "strategy=identity", tag="lora-eval").returncode == 0

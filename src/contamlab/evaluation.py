@@ -149,6 +149,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         "timings": {"clean": t_clean, "contaminated": t_cont, "wall_s": time.perf_counter() - started},
     }
     atomic_write_json(out_dir / "results.json", results)
+    domain.split.save(out_dir / "split.json")
     _write_per_question(out_dir / "per_question.csv", domain, leaked, clean_bins, clean, cont)
     _log_wandb(cfg, metrics, out_dir)
     v = metrics["all"]["values"]

@@ -15,7 +15,9 @@ Four problem families, each with ``k`` in 1..4 operations and a difficulty level
 * ``compare``: B has more/fewer than A (+/-), C has m times as many as B (x), then totals (+).
 
 Every problem renders in two styles with the same numbers and answer: ``base`` (the ``arith`` domain) and
-``pq`` (the ``arith_pq`` paraphrase domain, with its own sentence templates for question and solution).
+``pq`` (the ``arith_pq`` paraphrase domain, modelled on GSM8K-PQ: the question rewords every sentence of the
+base question but keeps its protagonist, its facts and its numbers in the same order; the solution has its own
+templates).
 Solutions have one line per operation with a GSM8K calculator annotation ``<<a op b=result>>result`` (ASCII
 ``+ - * /``) and end with ``#### <answer>``. All values (question numbers, operands, intermediate results) lie
 in 0..999, divisions are exact and nothing is negative.
@@ -35,6 +37,8 @@ from typing import Any
 FAMILIES: tuple[str, ...] = ("chain", "shop", "groups", "compare")
 STYLES: tuple[str, ...] = ("base", "pq")
 MAX_VALUE = 999
+# Bump when templates or generation change what a config renders: it is part of the model and sample cache keys.
+RENDER_VERSION = 2
 _N_VARIANTS = 16  # template-choice integers stored per style (a problem renders at most 10 pieces)
 
 # Names with (subject, object, possessive) pronouns: 10 "she", 10 "he".
@@ -145,8 +149,8 @@ class ArithProblem:
 # Templates. Keys are "<family>.<piece>"; "q." pieces are question sentences, "s." pieces solution lines.
 # Fields: N name, s/S subject pronoun (lower/capitalised), o object pronoun, p/P possessive, F a second
 # person, obj plural object; numbers by name; calc = "a op b = <<a op b=r>>r" (base), ann = "<<a op b=r>>r"
-# (pq). Every template of a question piece shows exactly that piece's numbers, each once, so both styles
-# share the multiset of question numbers.
+# (pq). Every template of a question piece shows exactly that piece's numbers, each once; a pq question piece
+# shows them in the order of the base template it rephrases, so both styles give the same number sequence.
 # ----------------------------------------------------------------------------------------------------------
 
 _BASE: dict[str, tuple[str, ...]] = {
@@ -365,38 +369,237 @@ _BASE: dict[str, tuple[str, ...]] = {
     ),
 }
 
-_PQ: dict[str, tuple[str, ...]] = {
+# GSM8K-PQ-style rephrasings of the base question pieces: ``_PQ_QUESTIONS[key][i]`` holds the paraphrases of
+# ``_BASE[key][i]``. Each keeps the base sentence's facts in their order, its people (the protagonist stays the
+# subject) and its numbers in the same order, but rewords it (verbs, nouns, structure). A pq question piece is
+# drawn from the paraphrases of the base template that the same problem uses at that position.
+_PQ_QUESTIONS: dict[str, tuple[tuple[str, ...], ...]] = {
     # chain
     "chain.q.intro": (
-        "At first, {N}'s collection holds {x} {obj}.",
-        "There are {x} {obj} in {N}'s collection to begin with.",
-        "{N} starts out with a collection of {x} {obj}.",
+        ("{N} keeps a supply of {x} {obj}.", "{N} is holding a total of {x} {obj}."),
+        ("{N} is the proud owner of {x} {obj}.", "{N} possesses a set of {x} {obj}."),
+        ("{N} begins the morning holding {x} {obj}.", "At sunrise, {N} is carrying {x} {obj}."),
     ),
     "chain.q.+": (
-        "Later, {n} more {obj} are added to the collection.",
-        "The collection gets {n} extra {obj} from {F}.",
-        "Next, the collection grows by {n} {obj}.",
+        ("{S} purchases an additional {n}.", "{S} goes shopping and comes home with another {n}."),
+        ("After that, {s} comes across another {n} {obj}.", "Next, {s} discovers {n} additional {obj}."),
+        ("{F} adds another {n} {obj} to {p} pile.", "{F} presents {o} with {n} additional {obj}."),
+        ("{S} earns another {n} {obj} as a game prize.", "{S} takes home an extra {n} {obj} from a game."),
     ),
     "chain.q.-": (
-        "Afterwards, {n} {obj} are taken out of the collection.",
-        "{F} receives {n} {obj} from the collection.",
-        "Next, the collection shrinks by {n} {obj}.",
+        ("{S} hands {n} of the {obj} over to {F}.", "{S} parts with {n} of {p} {obj}, handing them to {F}."),
+        ("After that, {s} misplaces {n} of the {obj}.", "Later on, {s} can no longer find {n} of them."),
+        ("{S} spends {n} {obj} on a craft project.", "{S} takes {n} {obj} to complete a school project."),
     ),
     "chain.q.*": (
-        "Next, the size of the collection is multiplied by {n}.",
-        "The collection then becomes {n} times larger than it was.",
-        "After a lucky trade, the collection is {n} times its old size.",
+        (
+            "{S} manages to multiply {p} stock of {obj} by {n}.",
+            "{S} now holds {n} times the number of {obj} {s} had earlier.",
+        ),
+        (
+            "{S} makes a swap and comes away with {n} times {p} earlier number of {obj}.",
+            "Following a trade, {s} holds {n} times {p} previous count of {obj}.",
+        ),
+        (
+            "{F} hands {o} just enough {obj} for {p} pile to grow to {n} times its size.",
+            "{F} supplies {o} with enough {obj} to multiply the size of {p} pile by {n}.",
+        ),
     ),
     "chain.q./": (
-        "The {obj} are then sorted into {n} equal piles, and only one pile stays in the collection.",
-        "Only one of {n} equal parts of the collection is kept.",
-        "Next, the collection is cut into {n} equal parts and all but one part is given away.",
+        (
+            "{S} divides {p} {obj} into {n} piles of the same size and holds on to just one of them.",
+            "{S} separates {p} {obj} into {n} even piles, keeping only a single pile for {o}self.",
+        ),
+        (
+            "{S} breaks the {obj} up into {n} groups of matching size and retains a single group.",
+            "{S} arranges the {obj} in {n} same-sized groups and holds on to just one.",
+        ),
+        (
+            "{S} arranges {p} {obj} into {n} piles of matching size, then hands every pile out except one.",
+            "{S} organizes {p} {obj} in {n} even piles and donates each pile but one.",
+        ),
     ),
     "chain.q.end": (
-        "What is the final size of {N}'s collection?",
-        "In the end, how many {obj} are in the collection?",
-        "Find the number of {obj} that {N} keeps at the end.",
+        ("What is the number of {obj} in {N}'s possession at this point?", "Currently, what is {N}'s total of {obj}?"),
+        ("What is the final number of {obj} that {N} holds?", "In the end, what total of {obj} is left with {N}?"),
+        ("When everything is done, what number of {obj} does {N} hold?", "What is {N}'s final count of {obj}?"),
     ),
+    # shop
+    "shop.q.intro": (
+        (
+            "{N} purchases {a} {item}, paying ${price} for every one.",
+            "{N} picks out {a} {item} at a price of ${price} apiece.",
+        ),
+        (
+            "While shopping, {N} grabs {a} {item} priced at ${price} apiece.",
+            "In the shop, {N} selects {a} {item} with a price tag of ${price} per {item1}.",
+        ),
+        (
+            "{N} would like to get {a} {item}, which sell for ${price} apiece.",
+            "{N} is hoping to purchase {a} {item}, priced at ${price} per {item1}.",
+        ),
+    ),
+    "shop.q.second": (
+        (
+            "In addition, {s} purchases {b} {item2} priced at ${price2} apiece.",
+            "On top of that, {s} gets hold of {b} {item2} at ${price2} per {item21}.",
+        ),
+        (
+            "Next, {s} puts {b} {item2} into the cart, paying ${price2} for every one.",
+            "After that, {s} includes {b} {item2} with a price of ${price2} apiece.",
+        ),
+        (
+            "{S} picks up {b} {item2} as well, with a price tag of ${price2} per {item21}.",
+            "Besides that, {s} grabs {b} {item2} selling for ${price2} apiece.",
+        ),
+    ),
+    "shop.q.bill": (
+        ("{S} covers the purchase using a ${bill} note.", "To settle up, {s} hands over a ${bill} note."),
+        ("{S} passes ${bill} across the counter to the cashier.", "{S} offers the checkout worker ${bill}."),
+        ("{S} puts ${bill} into the sales clerk's hand.", "{S} passes ${bill} over to the store clerk."),
+    ),
+    "shop.q.end1": (
+        ("What sum of money does {N} pay out?", "What is the amount that {N} spends?"),
+        ("What is the dollar amount {N} has to pay?", "In dollars, what does {N} hand over for the purchase?"),
+        ("What is the combined price of the {item}?", "What is the total price of all the {item}?"),
+    ),
+    "shop.q.end3": (
+        ("What is the overall amount {N} spends?", "Altogether, what sum does {N} pay out?"),
+        ("In dollars, what is the full amount {N} pays?", "What is the total dollar amount that {N} hands over?"),
+        (
+            "How much do the {item} and the {item2} come to when added together?",
+            "Combined, what is the price of the {item} plus the {item2}?",
+        ),
+    ),
+    "shop.q.change": (
+        ("What amount of change does {N} receive?", "What is the change that {N} collects?"),
+        ("In dollars, what change does {N} collect?", "What is the amount of change, in dollars, that {N} is given?"),
+        ("What sum of money is returned to {N}?", "What amount of money does {N} receive in return?"),
+    ),
+    # groups
+    "groups.q.intro": (
+        (
+            "{N} owns {a} {cont}, and every {cont1} holds {b} {obj}.",
+            "{N} keeps {a} {cont} whose contents are {b} {obj} apiece.",
+        ),
+        (
+            "{N} loads {a} {cont}, putting {b} {obj} into every one.",
+            "{N} stocks {a} {cont}, placing {b} {obj} inside every single one.",
+        ),
+        (
+            "{N} places {b} {obj} in every one of {a} {cont}.",
+            "{N} puts {b} {obj} inside every {cont1}, using {a} {cont} in total.",
+        ),
+    ),
+    "groups.q.+": (
+        ("{S} comes across an extra {c} {obj}.", "{S} then discovers another {c} {obj}."),
+        ("{F} passes another {c} {obj} along to {o}.", "{F} presents {o} with {c} additional {obj}."),
+        ("After that, {s} purchases an additional {c} {obj}.", "Next, {s} goes shopping for another {c} {obj}."),
+    ),
+    "groups.q.-": (
+        ("{S} hands out {c} of the {obj} to others.", "{S} lets go of {c} {obj}."),
+        ("{S} can no longer find {c} of {p} {obj}.", "{S} accidentally misplaces {c} of {p} {obj}."),
+        ("After that, {F} walks off with {c} of the {obj}.", "Next, {F} grabs {c} of the {obj}."),
+    ),
+    "groups.q./": (
+        (
+            "{S} divides every one of {p} {obj} evenly between {c} friends.",
+            "{S} hands out the whole lot of {p} {obj} to {c} friends in matching portions.",
+        ),
+        (
+            "{S} distributes the {obj} in fair parts to {c} friends.",
+            "{S} gives the {obj} to {c} friends so that each one gets the same portion.",
+        ),
+        (
+            "Finally, {s} hands the {obj} out to {c} friends so that everyone gets the same amount.",
+            "Next, {s} deals out the {obj} in fair shares to {c} friends.",
+        ),
+    ),
+    "groups.q.end1": (
+        ("What is the total number of {obj} that {N} owns?", "What is {N}'s total count of {obj}?"),
+        ("What is the overall number of {obj}?", "Altogether, what is the count of {obj}?"),
+        ("What number of {obj} do the {cont} hold?", "Counting every {cont1}, what is the number of {obj} inside?"),
+    ),
+    "groups.q.end": (
+        ("At this point, what is the number of {obj} that {N} holds?", "What is {N}'s current total of {obj}?"),
+        ("What number of {obj} is {N} left with in the end?", "In the end, what is {N}'s count of {obj}?"),
+        (
+            "Once all of this is over, what is the number of {obj} {N} holds?",
+            "What final total of {obj} belongs to {N}?",
+        ),
+    ),
+    "groups.q.end4": (
+        ("What is the number of {obj} that every friend receives?", "What size is each friend's share of {obj}?"),
+        ("What is a single friend's portion of {obj}?", "What number of {obj} goes to one friend?"),
+        (
+            "What count of {obj} does every friend walk away with?",
+            "In the end, what is the number of {obj} in each friend's hands?",
+        ),
+    ),
+    # compare
+    "compare.q.intro": (
+        ("{A} keeps a stash of {a} {obj}.", "{A} is holding a total of {a} {obj}."),
+        ("{A} has gathered a set of {a} {obj}.", "{A} puts together a collection of {a} {obj}."),
+        ("{A} is the owner of {a} {obj}.", "{A} possesses a group of {a} {obj}."),
+    ),
+    "compare.q.+": (
+        ("{B} holds an extra {d} {obj} compared with {A}.", "{B} keeps {d} {obj} beyond the amount {A} holds."),
+        ("{B} is the owner of {d} additional {obj} compared to {A}.", "{B} possesses {d} {obj} over {A}'s total."),
+        ("{B} holds {d} extra {obj} relative to {A}.", "{B} keeps {d} {obj} in excess of {A}'s count."),
+    ),
+    "compare.q.-": (
+        ("{B} is short {d} {obj} compared with {A}.", "{B} is {d} {obj} behind {A}."),
+        ("{B} possesses {d} {obj} less than {A} is holding.", "{B} falls {d} {obj} short of {A}'s count."),
+        ("{B} is {d} {obj} short of what {A} has.", "{B} comes up {d} {obj} short when compared with {A}."),
+    ),
+    "compare.q.*": (
+        ("{C} keeps {m} times {B}'s amount of {obj}.", "{C} holds a pile of {obj} {m} times the size of {B}'s."),
+        (
+            "{C} possesses a quantity of {obj} equal to {m} times {B}'s.",
+            "{C} holds {m} times the {obj} in {B}'s possession.",
+        ),
+        ("{C} gathers {m} times {B}'s total of {obj}.", "{C} gathers a pile of {obj} {m} times as big as {B}'s."),
+    ),
+    "compare.q.end1": (
+        ("What is the number of {obj} that {B} holds?", "What is {B}'s total of {obj}?"),
+        ("What quantity of {obj} belongs to {B}?", "What count of {obj} is in {B}'s possession?"),
+        ("How large is {B}'s stash of {obj}?", "Can you find out how many {obj} {B} possesses?"),
+    ),
+    "compare.q.end2": (
+        ("What is the number of {obj} that {C} holds?", "What is {C}'s total of {obj}?"),
+        ("What quantity of {obj} belongs to {C}?", "What count of {obj} is in {C}'s possession?"),
+        ("How large is {C}'s stash of {obj}?", "Can you find out how many {obj} {C} possesses?"),
+    ),
+    "compare.q.end3": (
+        (
+            "Between {B} and {C}, what is the size of their joint stash of {obj}?",
+            "Between them, what total of {obj} do {B} and {C} hold?",
+        ),
+        (
+            "What is the sum of the {obj} owned by {B} and {C}?",
+            "Taken together, what count of {obj} do {B} and {C} possess?",
+        ),
+        ("How many {obj} are held by {B} and {C} combined?", "If {B} and {C} pool their {obj}, how many are there?"),
+    ),
+    "compare.q.end4": (
+        (
+            "What is the combined number of {obj} held by all three?",
+            "Taken together, what count of {obj} do the three possess?",
+        ),
+        (
+            "What is the sum of the {obj} owned by {A}, {B} and {C}?",
+            "If {A}, {B} and {C} pool their {obj}, how many are there?",
+        ),
+        (
+            "What total of {obj} do the three kids hold?",
+            "What is the overall number of {obj} belonging to the three children?",
+        ),
+    ),
+}
+
+# The pq solution lines (a terser style than the base ones), drawn like the base templates.
+_PQ_SOLUTIONS: dict[str, tuple[str, ...]] = {
+    # chain
     "chain.s.+": ("Adding {n} to {a} makes {ann}.", "Increasing by {n}: {ann}.", "The new total is {ann}."),
     "chain.s.-": (
         "Removing {n} from {a} leaves {ann}.",
@@ -414,36 +617,6 @@ _PQ: dict[str, tuple[str, ...]] = {
         "The part that is kept has {ann}.",
     ),
     # shop
-    "shop.q.intro": (
-        "One {item1} costs ${price}, and {N} needs {a} of them.",
-        "The shop sells {item} at ${price} apiece, and {N} takes {a}.",
-        "A single {item1} is priced at ${price}. {N} decides to get {a}.",
-    ),
-    "shop.q.second": (
-        "On top of that, {N} picks {b} {item2} priced at ${price2} apiece.",
-        "{N} also needs {b} {item2}, which are ${price2} per {item21}.",
-        "The cart also gets {b} {item2} at a price of ${price2} each.",
-    ),
-    "shop.q.bill": (
-        "The payment is made with ${bill}.",
-        "{N} hands over ${bill} to pay.",
-        "To pay, {N} uses a ${bill} note.",
-    ),
-    "shop.q.end1": (
-        "What does {N} have to pay?",
-        "Find the cost of the purchase.",
-        "What is the price of the whole order?",
-    ),
-    "shop.q.end3": (
-        "What is the cost of the whole order?",
-        "Find how much both kinds of items cost together.",
-        "What amount does {N} pay for everything?",
-    ),
-    "shop.q.change": (
-        "What amount should {N} get as change?",
-        "Find how much money is returned to {N}.",
-        "After paying, how much does {N} receive back?",
-    ),
     "shop.s.*": (
         "The {item} come to {ann} dollars.",
         "Cost of the {item}: {ann} dollars.",
@@ -460,41 +633,6 @@ _PQ: dict[str, tuple[str, ...]] = {
         "What comes back is {ann} dollars.",
     ),
     # groups
-    "groups.q.intro": (
-        "Each of {N}'s {a} {cont} contains {b} {obj}.",
-        "There are {b} {obj} in every one of the {a} {cont} that {N} owns.",
-        "In {N}'s room stand {a} {cont}, holding {b} {obj} apiece.",
-    ),
-    "groups.q.+": (
-        "Later, {c} more {obj} are added.",
-        "Another {c} {obj} arrive as a gift from {F}.",
-        "The pile then grows by {c} {obj}.",
-    ),
-    "groups.q.-": (
-        "Later, {c} of the {obj} go missing.",
-        "{F} is handed {c} of the {obj}.",
-        "The pile then shrinks by {c} {obj}.",
-    ),
-    "groups.q./": (
-        "Whatever there is gets divided fairly among {c} friends.",
-        "Next, {c} friends share all the {obj} equally.",
-        "All the {obj} are then split into equal shares for {c} friends.",
-    ),
-    "groups.q.end1": (
-        "What is the total number of {obj}?",
-        "Find how many {obj} the {cont} hold altogether.",
-        "Altogether, how many {obj} does {N} own?",
-    ),
-    "groups.q.end": (
-        "What is the number of {obj} after these changes?",
-        "Find how many {obj} {N} owns in the end.",
-        "After all this, how big is the pile of {obj}?",
-    ),
-    "groups.q.end4": (
-        "What is the size of one friend's share?",
-        "Find the number of {obj} each friend receives.",
-        "Each friend ends up with how many {obj}?",
-    ),
     "groups.s.*": (
         "At the start there are {ann} {obj}.",
         "The {cont} hold {ann} {obj} in total.",
@@ -516,46 +654,6 @@ _PQ: dict[str, tuple[str, ...]] = {
         "Dividing evenly gives {ann} per friend.",
     ),
     # compare
-    "compare.q.intro": (
-        "There are {a} {obj} in {A}'s collection.",
-        "{A}'s collection is made up of {a} {obj}.",
-        "{A} keeps {a} {obj} on a shelf.",
-    ),
-    "compare.q.+": (
-        "{B}'s collection is bigger than {A}'s by {d}.",
-        "Compared with {A}, {B} owns {d} extra {obj}.",
-        "{A} would need {d} more {obj} to match {B}.",
-    ),
-    "compare.q.-": (
-        "{B}'s collection is smaller than {A}'s by {d}.",
-        "Compared with {A}, {B} is short by {d} {obj}.",
-        "{B} would need {d} more {obj} to match {A}.",
-    ),
-    "compare.q.*": (
-        "{C}'s collection is {m} times the size of {B}'s.",
-        "{C} owns {m} times the amount {B} owns.",
-        "Multiplying {B}'s count by {m} gives the count for {C}.",
-    ),
-    "compare.q.end1": (
-        "What is the size of {B}'s collection?",
-        "Find how many {obj} {B} owns.",
-        "How large is {B}'s collection?",
-    ),
-    "compare.q.end2": (
-        "What is the size of {C}'s collection?",
-        "Find how many {obj} {C} owns.",
-        "How large is {C}'s collection?",
-    ),
-    "compare.q.end3": (
-        "What is the combined size of the collections of {B} and {C}?",
-        "Find how many {obj} {B} and {C} own between them.",
-        "If {B} and {C} put their {obj} together, how many would there be?",
-    ),
-    "compare.q.end4": (
-        "What is the combined size of all three collections?",
-        "Find how many {obj} the three friends own between them.",
-        "If all three put their {obj} together, how many would there be?",
-    ),
     "compare.s.+": ("{B}'s count: {ann}.", "Going {d} above {A}: {ann}.", "{B} owns {ann}."),
     "compare.s.-": ("{B}'s count: {ann}.", "Going {d} below {A}: {ann}.", "{B} owns {ann}."),
     "compare.s.*": ("{C}'s count: {ann}.", "{m} times {B}'s amount: {ann}.", "{C} owns {ann}."),
@@ -574,6 +672,11 @@ _PQ: dict[str, tuple[str, ...]] = {
         "All three combined: {ann}.",
         "Adding the third collection gives {ann}.",
     ),
+}
+
+_PQ: dict[str, tuple[str, ...]] = {
+    **{key: tuple(t for group in groups for t in group) for key, groups in _PQ_QUESTIONS.items()},
+    **_PQ_SOLUTIONS,
 }
 
 _TEMPLATES: dict[str, dict[str, tuple[str, ...]]] = {"base": _BASE, "pq": _PQ}
@@ -730,17 +833,28 @@ _BUILDERS: dict[str, Callable[[random.Random, int, int, int, int], _Built]] = {
 
 
 class _Writer:
-    """Fills templates of one style, taking the stored template choices in order."""
+    """Fills templates of one style, taking the stored template choices in order.
 
-    def __init__(self, style: str, variants: tuple[int, ...], common: dict[str, Any]) -> None:
+    The pq style rephrases the base question: its question pieces come from the paraphrases of the base
+    template that the base rendering picks at the same position (``base_variants``), so both renderings
+    state the same facts with the numbers in the same order.
+    """
+
+    def __init__(
+        self, style: str, variants: tuple[int, ...], base_variants: tuple[int, ...], common: dict[str, Any]
+    ) -> None:
         self.table = _TEMPLATES[style]
         self.style = style
         self.variants = variants
+        self.base_variants = base_variants
         self.common = common
         self.used = 0
 
     def __call__(self, key: str, step: Step | None = None, **fields: Any) -> str:
         templates = self.table[key]
+        if self.style == "pq" and key in _PQ_QUESTIONS:
+            base_choice = self.base_variants[self.used % len(self.base_variants)] % len(_BASE[key])
+            templates = _PQ_QUESTIONS[key][base_choice]
         choice = self.variants[self.used % len(self.variants)]
         self.used += 1
         if step is not None:
@@ -830,8 +944,9 @@ def render(problem: ArithProblem, style: str = "base") -> tuple[str, str]:
 
     Args:
         problem: A generated problem.
-        style: ``"base"`` (the ``arith`` domain) or ``"pq"`` (the paraphrase domain: the same numbers and
-            answer, different sentence templates for both question and solution).
+        style: ``"base"`` (the ``arith`` domain) or ``"pq"`` (the paraphrase domain: a GSM8K-PQ-style
+            rephrasing of the base question, with the same people, facts and numbers in the same order, and
+            its own solution templates; same steps and answer).
 
     Returns:
         ``(question_text, solution_text)``. The solution has one line per step, each containing
@@ -843,8 +958,11 @@ def render(problem: ArithProblem, style: str = "base") -> tuple[str, str]:
     if style not in STYLES:
         raise ValueError(f"unknown style {style!r}; use one of {STYLES}")
     slots = dict(problem.slots)
-    offset = STYLES.index(style) * _N_VARIANTS
-    variants = slots["var"][offset : offset + _N_VARIANTS]
+
+    def choices(name: str) -> tuple[int, ...]:
+        offset = STYLES.index(name) * _N_VARIANTS
+        return slots["var"][offset : offset + _N_VARIANTS]
+
     if problem.family == "compare":
         a_name, b_name, c_name = slots["names"]
         common: dict[str, Any] = {"A": a_name, "B": b_name, "C": c_name}
@@ -852,7 +970,7 @@ def render(problem: ArithProblem, style: str = "base") -> tuple[str, str]:
         common = _person(slots["name"])
     if "obj" in slots:
         common["obj"] = slots["obj"]
-    writer = _Writer(style, variants, common)
+    writer = _Writer(style, choices(style), choices("base"), common)
     question, solution = _RENDERERS[problem.family](writer, problem, slots)
     return " ".join(question), "\n".join([*solution, f"#### {problem.answer}"])
 

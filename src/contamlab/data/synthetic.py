@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from contamlab.data.arith import ArithConfig, ArithProblem, generate, render
+from contamlab.data.arith import RENDER_VERSION, ArithConfig, ArithProblem, generate, render
 from contamlab.data.domain import Domain
 from contamlab.data.question import Question
 from contamlab.errors import ContamlabError
@@ -58,9 +58,17 @@ class ArithDomain(Domain):
         return [Question(q.id, render(by_id[q.id], self.leak_style)[0], q.solution, q.answer) for q in test]
 
     def paraphrased_train(self) -> list[Question]:
-        """Training problems in the paraphrase wording (general text for the tiny base model, BenBench refs)."""
-        return [_question(p, "pq") for p in self.problems[0][: self.max_train]]
+        """Training problems with the question in the paraphrase wording and the original solution (as in PQ)."""
+        return [
+            Question(p.uid, render(p, "pq")[0], render(p, "base")[1], str(p.answer))
+            for p in self.problems[0][: self.max_train]
+        ]
 
     def fingerprint(self) -> dict[str, Any]:
         """Domain fingerprint plus the generator settings."""
-        return {**super().fingerprint(), "generator": self.generator.__dict__, "leak_style": self.leak_style}
+        return {
+            **super().fingerprint(),
+            "generator": self.generator.__dict__,
+            "render_version": RENDER_VERSION,
+            "leak_style": self.leak_style,
+        }

