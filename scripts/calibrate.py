@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,29 +21,21 @@ import torch
 
 from contamlab.config import compose
 from contamlab.data.domain import build_domain
-from contamlab.decoding.pipeline import greedy_set, sample_set
-from contamlab.decoding.sampler import HFSampler
 from contamlab.decoding.strategies import Strategy
 from contamlab.errors import ContamlabError
+from contamlab.evaluation import sample_model
 from contamlab.io import atomic_write_json
-from contamlab.models import load_causal_lm, load_tokenizer
 from contamlab.training.stages import model_source
 
 
-def evaluate(source: str, domain, m: int, temperature: float, max_new_tokens: int, seed: int, cache_dir: str):
-    """Greedy correctness and solve probabilities (m samples) of every test question, via the cached sampler."""
-    model = load_causal_lm(source)
-    tokenizer = load_tokenizer(source)
-    sampler = HFSampler(model, tokenizer, stop=domain.format.stop, max_new_tokens=max_new_tokens, batch_rows=512)
-    key = {"source": str(Path(source).resolve()) if Path(source).exists() else source}
-    t0 = time.perf_counter()
-    greedy = greedy_set(sampler, domain, domain.test, key, cache_dir)
-    samples = sample_set(sampler, domain, domain.test, Strategy(), m, temperature, seed, key, cache_dir, greedy)
-    wall = time.perf_counter() - t0
+def evaluate(cfg, domain, source: str):
+    """Greedy correctness, solve probabilities (m samples, identity) and wall time of one model: evaluate.py's
+    cached sampling, so `python evaluate.py` later reuses these samples."""
+    greedy, samples, timing = sample_model(cfg, domain, source, Strategy())
     return (
         np.array([g.greedy_correct for g in greedy], dtype=float),
         np.array([s.solve_probability() for s in samples]),
-        wall,
+        timing["wall_s"],
     )
 
 
@@ -55,31 +46,22 @@ def main() -> int:
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--max-new-tokens", type=int, default=256)  # = evaluate.yaml, so the caches are shared
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("overrides", nargs="*", help="Hydra overrides of the train config, e.g. model=tiny")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides of the evaluate config, e.g. model=tiny")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     ok = True
     clean_cache: dict[str, tuple] = {}
     for name in args.domains.split(","):
-        cfg = compose("train", [f"domain={name}", *args.overrides])
+        sampling = [f"m={args.m}", f"temperature={args.temperature}", f"max_new_tokens={args.max_new_tokens}"]
+        # 512 rows per decode batch: the batching the published calibration numbers were drawn with.
+        cfg = compose("evaluate", [f"domain={name}", *sampling, "sampler.batch_rows=512", *args.overrides])
         domain = build_domain(cfg.domain)
         leaked = np.array([domain.split.is_leaked(q.id) for q in domain.test])
-        cache_dir = str(Path(cfg.paths.cache_dir) / "samples")
         clean_src = model_source(cfg, domain, "clean")
         if clean_src not in clean_cache:
-            clean_cache[clean_src] = evaluate(
-                clean_src, domain, args.m, args.temperature, args.max_new_tokens, int(cfg.seed), cache_dir
-            )
+            clean_cache[clean_src] = evaluate(cfg, domain, clean_src)
         g_cl, s_cl, w_cl = clean_cache[clean_src]
-        g_co, s_co, w_co = evaluate(
-            model_source(cfg, domain, "contaminated"),
-            domain,
-            args.m,
-            args.temperature,
-            args.max_new_tokens,
-            int(cfg.seed),
-            cache_dir,
-        )
+        g_co, s_co, w_co = evaluate(cfg, domain, model_source(cfg, domain, "contaminated"))
         bins = np.bincount(np.minimum((s_cl * 10).astype(int), 9), minlength=10)
         share = bins / len(s_cl)
         d_leak = s_co[leaked].mean() - s_cl[leaked].mean()

@@ -8,13 +8,13 @@ Restoration" §3, overall and split by leaked / unleaked questions, with stratif
 from __future__ import annotations
 
 import csv
+import io
 import logging
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from omegaconf import DictConfig, OmegaConf
 
 from contamlab.config import build
@@ -36,8 +36,13 @@ def _model_key(source: str, cfg: DictConfig) -> dict:
     return {"source": str(path.resolve()) if path.exists() else source, "revision": cfg.model.get("revision")}
 
 
-def _sample(cfg, domain: Domain, source: str, strategy: Strategy, progress: bool) -> tuple[list, list, dict]:
-    """Greedy set and m samples of one model under one strategy (cached)."""
+def sample_model(
+    cfg: DictConfig, domain: Domain, source: str, strategy: Strategy, progress: bool = True
+) -> tuple[list[QuestionSamples], list[QuestionSamples], dict]:
+    """Greedy set, m samples under ``strategy`` and timings of one model on the test set (cached).
+
+    ``cfg`` is an evaluate config: model, sampler, m, temperature, max_new_tokens, chunk_questions, seed, paths.
+    """
     model = load_causal_lm(source, cfg.model.dtype, bool(cfg.model.trust_remote_code), cfg.model.get("revision"))
     tokenizer = load_tokenizer(source, bool(cfg.model.trust_remote_code))
     sampler = build(cfg.sampler, "sampler")(
@@ -70,7 +75,7 @@ def _sample(cfg, domain: Domain, source: str, strategy: Strategy, progress: bool
 
 def _readouts(samples: list[QuestionSamples]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r_hat = np.array([s.solve_probability() for s in samples])
-    r01 = np.array([float(s.sample_correct[0] and (not s.kept or s.kept[0])) if s.m else 0.0 for s in samples])
+    r01 = np.array([float(s.sample_correct[0] and s.kept_mask()[0]) if s.m else 0.0 for s in samples])
     counts = np.array([sum(s.sample_correct) for s in samples])
     return r_hat, r01, counts
 
@@ -113,7 +118,6 @@ def compute_metrics(
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run one evaluation job and write results.json and per_question.csv into the job's output directory."""
-    torch.manual_seed(int(cfg.seed))
     domain = build_domain(cfg.domain)
     if cfg.detector.get("_target_"):
         build(cfg.detector, "detector")  # detectors land with their own issue; fail before any work
@@ -127,8 +131,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     started = time.perf_counter()
     clean_src = model_source(cfg, domain, "clean")
     cont_src = model_source(cfg, domain, "contaminated")
-    _, clean, t_clean = _sample(cfg, domain, clean_src, Strategy(), progress)
-    greedy_co, cont, t_cont = _sample(cfg, domain, cont_src, strategy, progress)
+    _, clean, t_clean = sample_model(cfg, domain, clean_src, Strategy(), progress)
+    _, cont, t_cont = sample_model(cfg, domain, cont_src, strategy, progress)
     r_cl, r01_cl, c_cl = _readouts(clean)
     r_co, r01_co, _ = _readouts(cont)
     clean_bins = bin_index(c_cl, int(cfg.m), int(cfg.metric.bins))
@@ -182,7 +186,6 @@ def _write_per_question(path, domain, leaked, clean_bins, clean, cont) -> None:
         ]
     ]
     for q, lk, b, cl, co in zip(domain.test, leaked, clean_bins, clean, cont):
-        kept = sum(co.kept) if co.kept else co.m
         rows.append(
             [
                 q.id,
@@ -190,14 +193,11 @@ def _write_per_question(path, domain, leaked, clean_bins, clean, cont) -> None:
                 int(b),
                 sum(cl.sample_correct),
                 cl.m,
-                sum(c for c, k in zip(co.sample_correct, co.kept or [True] * co.m) if k),
-                kept,
+                *co.kept_counts(),
                 f"{cl.solve_probability():.6f}",
                 f"{co.solve_probability():.6f}",
             ]
         )
-    import io
-
     buffer = io.StringIO()
     csv.writer(buffer).writerows(rows)
     atomic_write_text(path, buffer.getvalue())

@@ -54,11 +54,19 @@ class QuestionSamples:
         """Number of samples."""
         return len(self.sample_texts)
 
+    def kept_mask(self) -> list[bool]:
+        """Which samples count in the readout (all of them when no filter recorded a mask)."""
+        return self.kept or [True] * self.m
+
+    def kept_counts(self) -> tuple[int, int]:
+        """(correct kept samples, kept samples)."""
+        kept = self.kept_mask()
+        return sum(c for c, k in zip(self.sample_correct, kept) if k), sum(kept)
+
     def solve_probability(self) -> float:
         """r̂ = c / m over the kept samples (0 when none is kept: TED's rule)."""
-        kept = self.kept or [True] * self.m
-        n = sum(kept)
-        return sum(c for c, k in zip(self.sample_correct, kept) if k) / n if n else 0.0
+        correct, n = self.kept_counts()
+        return correct / n if n else 0.0
 
 
 _SCHEMA = pa.schema(
