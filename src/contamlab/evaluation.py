@@ -119,10 +119,11 @@ def compute_metrics(
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run one evaluation job and write results.json and per_question.csv into the job's output directory."""
     domain = build_domain(cfg.domain)
-    if cfg.detector.get("_target_"):
-        build(cfg.detector, "detector")  # detectors land with their own issue; fail before any work
+    detector = build(cfg.detector, "detector") if cfg.detector.get("_target_") else None
     if not cfg.strategy.get("_target_"):
-        raise ContamlabError("strategy=none samples nothing; choose a strategy (identity, railcap, …) or a detector")
+        if detector is None:
+            raise ContamlabError("strategy=none detector=none does nothing; choose a strategy, a detector or both")
+        return _run_detection_only(cfg, domain, detector)
     strategy = build(cfg.strategy, "strategy")
     if int(cfg.m) < 1:
         raise ContamlabError(f"m={cfg.m}: need at least one sample per question")
@@ -152,6 +153,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         },
         "timings": {"clean": t_clean, "contaminated": t_cont, "wall_s": time.perf_counter() - started},
     }
+    if detector is not None:
+        results["detection"] = _detect(cfg, domain, detector, out_dir, progress)
     atomic_write_json(out_dir / "results.json", results)
     domain.split.save(out_dir / "split.json")
     _write_per_question(out_dir / "per_question.csv", domain, leaked, clean_bins, clean, cont)
@@ -225,3 +228,26 @@ def _log_wandb(cfg, metrics, out_dir) -> None:
         run.log({"eval/per_question": wandb.Table(dataframe=pd.read_csv(out_dir / "per_question.csv"))})
     finally:
         wandb.finish()
+
+
+# -- detection (the detectors issue) ------------------------------------------------------------------------------
+def _detect(cfg: DictConfig, domain: Domain, detector: Any, out_dir: Path, progress: bool) -> dict[str, Any]:
+    """Score the clean and contaminated models with ``detector`` (see :mod:`contamlab.detection`)."""
+    from contamlab.detection import run_detection
+
+    return run_detection(cfg, domain, detector, out_dir, progress)
+
+
+def _run_detection_only(cfg: DictConfig, domain: Domain, detector: Any) -> dict[str, Any]:
+    """``strategy=none detector=X``: detection alone, written to results.json."""
+    out_dir = Path(cfg.paths.output_dir)
+    started = time.perf_counter()
+    results = {
+        "config": OmegaConf.to_container(cfg, resolve=True),
+        "models": {stage: model_source(cfg, domain, stage) for stage in ("clean", "contaminated")},
+        "detection": _detect(cfg, domain, detector, out_dir, bool(cfg.get("progress", True))),
+        "timings": {"wall_s": time.perf_counter() - started},
+    }
+    atomic_write_json(out_dir / "results.json", results)
+    domain.split.save(out_dir / "split.json")
+    return results
