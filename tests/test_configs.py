@@ -47,7 +47,8 @@ def test_every_yaml_composes(group, option):
     primary = "train" if group in ("trainer", "finetune") else "evaluate"
     override = f"+experiment={option}" if group == "experiment" else f"{group}={option}"
     cfg = compose(primary, [override.lstrip("+") if group == "experiment" else override])
-    node = cfg.get(group) if group not in ("experiment",) else cfg
+    packaged = {"experiment": None, "railcap_ablation": "strategy"}  # groups that write into another node
+    node = cfg.get(packaged[group]) if packaged.get(group) else cfg if group in packaged else cfg.get(group)
     assert node is not None
     # values resolve (except runtime-only hydra interpolations)
     plain = OmegaConf.to_container(cfg, resolve=False)
@@ -95,3 +96,21 @@ def test_entry_points_are_thin():
     for name in ("train.py", "evaluate.py"):
         lines = (Path(CONFIGS).parent / name).read_text().splitlines()
         assert len(lines) < 25
+
+
+@pytest.mark.parametrize("option", _options("railcap_ablation"))
+def test_railcap_ablation_variants_build(option):
+    strategy = build(compose("evaluate", ["strategy=railcap", f"railcap_ablation={option}"]).strategy, "strategy")
+    expected = (4, "ban") if option == "ban" else (int(option[1:]), "cap")
+    assert (strategy.n, strategy.mode) == expected
+
+
+@pytest.mark.parametrize("option", _options("experiment"))
+def test_experiment_sweeps_name_real_options(option):
+    """Every swept group value of an experiment file is a YAML of that group (a typo fails here, not in a grid)."""
+    cfg = compose("evaluate", [f"experiment={option}"], return_hydra_config=True)
+    params = cfg.hydra.sweeper.get("params") or {}
+    for key, values in params.items():
+        group = key.lstrip("+")
+        if group in GROUPS:
+            assert set(str(values).split(",")) <= set(_options(group)), (option, key)

@@ -26,7 +26,9 @@ def config_dir() -> Path:
     return path
 
 
-def compose(config_name: str = "evaluate", overrides: Sequence[str] = ()) -> DictConfig:
+def compose(
+    config_name: str = "evaluate", overrides: Sequence[str] = (), return_hydra_config: bool = False
+) -> DictConfig:
     """Compose a primary config (``train`` or ``evaluate``) with command-line style overrides, outside an app.
 
     Example:
@@ -41,7 +43,9 @@ def compose(config_name: str = "evaluate", overrides: Sequence[str] = ()) -> Dic
         GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-            return hydra_compose(config_name=config_name, overrides=list(overrides), return_hydra_config=False)
+            return hydra_compose(
+                config_name=config_name, overrides=list(overrides), return_hydra_config=return_hydra_config
+            )
     except HydraException as err:
         raise ContamlabError(f"config error: {str(err).splitlines()[0]}") from None
 
@@ -74,4 +78,6 @@ def build(node: Any, what: str, **kwargs: Any) -> Any:
             cause = cause.__cause__
         if isinstance(cause, ContamlabError):
             raise cause from None
-        raise ContamlabError(f"{what} config: {str(err).splitlines()[0]}") from None
+        # Hydra's message spans lines ("Error in call to target X:" then the cause); keep it on one line.
+        detail = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
+        raise ContamlabError(f"{what} config: {detail}") from None

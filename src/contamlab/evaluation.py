@@ -7,6 +7,7 @@ Restoration" §3, overall and split by leaked / unleaked questions, with stratif
 
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import logging
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from omegaconf import DictConfig, OmegaConf
 
 from contamlab.config import build
@@ -33,7 +35,10 @@ log = logging.getLogger("contamlab")
 
 def _model_key(source: str, cfg: DictConfig) -> dict:
     path = Path(source)
-    return {"source": str(path.resolve()) if path.exists() else source, "revision": cfg.model.get("revision")}
+    key = {"source": str(path.resolve()) if path.exists() else source, "revision": cfg.model.get("revision")}
+    backend = cfg.sampler.get("name", "hf")
+    # vLLM samples differ from HF's (same greedy, other random streams); HF keys stay as they always were.
+    return {**key, "sampler": backend} if backend != "hf" else key
 
 
 def sample_model(
@@ -42,33 +47,62 @@ def sample_model(
     """Greedy set, m samples under ``strategy`` and timings of one model on the test set (cached).
 
     ``cfg`` is an evaluate config: model, sampler, m, temperature, max_new_tokens, chunk_questions, seed, paths.
+    The greedy set is always the loaded model's own; the samples come from ``strategy.wrap_model`` of it (the model
+    itself, or shortcut's patched pair).
     """
-    model = load_causal_lm(source, cfg.model.dtype, bool(cfg.model.trust_remote_code), cfg.model.get("revision"))
-    tokenizer = load_tokenizer(source, bool(cfg.model.trust_remote_code))
-    sampler = build(cfg.sampler, "sampler")(
-        model, tokenizer, stop=domain.format.stop, max_new_tokens=int(cfg.max_new_tokens)
-    )
+    from contamlab.decoding.strategies import WrapContext
+
+    factory = build(cfg.sampler, "sampler")
+    takes_source = getattr(getattr(factory, "func", factory), "takes_source", False)  # vLLM builds its own engine
+    if takes_source and type(strategy).wrap_model is not Strategy.wrap_model:
+        raise ContamlabError(f"strategy={strategy.name} patches the HF model in the decode loop; use sampler=hf")
+    trust = bool(cfg.model.trust_remote_code)
+    model = None if takes_source else load_causal_lm(source, cfg.model.dtype, trust, cfg.model.get("revision"))
+    tokenizer = load_tokenizer(source, trust)
+
+    def make_sampler(net, max_new_tokens: int = int(cfg.max_new_tokens)):
+        return factory(net, tokenizer, stop=domain.format.stop, max_new_tokens=max_new_tokens)
+
+    sampler = make_sampler(source if takes_source else model)
+    samplers = [sampler]
     key, cache = _model_key(source, cfg), str(Path(cfg.paths.cache_dir) / "samples")
     t0 = time.perf_counter()
-    greedy = greedy_set(sampler, domain, domain.test, key, cache, progress=progress)
-    samples = sample_set(
-        sampler,
-        domain,
-        domain.test,
-        strategy,
-        int(cfg.m),
-        float(cfg.temperature),
-        int(cfg.seed),
-        key,
-        cache,
-        greedy,
-        int(cfg.chunk_questions),
-        progress,
-    )
+    try:
+        greedy = greedy_set(sampler, domain, domain.test, key, cache, progress=progress)
+        t_wrap = time.perf_counter()
+        wrapped = (
+            model
+            if takes_source
+            else strategy.wrap_model(model, WrapContext(cfg, domain, source, make_sampler, progress))
+        )
+        t_wrap = time.perf_counter() - t_wrap
+        if wrapped is not model:
+            sampler = make_sampler(wrapped)
+            samplers.append(sampler)
+        samples = sample_set(
+            sampler,
+            domain,
+            domain.test,
+            strategy,
+            int(cfg.m),
+            float(cfg.temperature),
+            int(cfg.seed),
+            key,
+            cache,
+            greedy,
+            int(cfg.chunk_questions),
+            progress,
+        )
+    finally:
+        for each in samplers:
+            getattr(each, "close", lambda: None)()  # a second vLLM engine would not fit beside the first on a GPU
+    tokens = sum(s.stats.generated_tokens for s in samplers)
+    decode_s = sum(s.stats.wall_s for s in samplers)
     timing = {
         "wall_s": time.perf_counter() - t0,
-        "generated_tokens": sampler.stats.generated_tokens,
-        "tokens_per_s": sampler.stats.tokens_per_s,
+        "wrap_s": t_wrap,
+        "generated_tokens": tokens,
+        "tokens_per_s": tokens / decode_s if decode_s > 0 else 0.0,
     }
     return greedy, samples, timing
 
@@ -118,6 +152,8 @@ def compute_metrics(
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run one evaluation job and write results.json and per_question.csv into the job's output directory."""
+    if cfg.get("threads"):
+        torch.set_num_threads(int(cfg.threads))
     domain = build_domain(cfg.domain)
     detector = build(cfg.detector, "detector") if cfg.detector.get("_target_") else None
     if not cfg.strategy.get("_target_"):
@@ -132,7 +168,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     started = time.perf_counter()
     clean_src = model_source(cfg, domain, "clean")
     cont_src = model_source(cfg, domain, "contaminated")
-    _, clean, t_clean = sample_model(cfg, domain, clean_src, Strategy(), progress)
+    clean_greedy, clean, t_clean = sample_model(cfg, domain, clean_src, Strategy(), progress)
     _, cont, t_cont = sample_model(cfg, domain, cont_src, strategy, progress)
     r_cl, r01_cl, c_cl = _readouts(clean)
     r_co, r01_co, _ = _readouts(cont)
@@ -155,10 +191,11 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     }
     if detector is not None:
         results["detection"] = _detect(cfg, domain, detector, out_dir, progress)
+    figures = _analyses(cfg, domain, results, clean_greedy, clean, cont, leaked, out_dir, progress)
     atomic_write_json(out_dir / "results.json", results)
     domain.split.save(out_dir / "split.json")
     _write_per_question(out_dir / "per_question.csv", domain, leaked, clean_bins, clean, cont)
-    _log_wandb(cfg, metrics, out_dir)
+    _log_wandb(cfg, metrics, out_dir, figures)
     v = metrics["all"]["values"]
     log.info(
         "%s on %s/%s: SA-PPG %.4f  A-PPG %.4f  G-APP %.4f  G-AP %.4f  (results in %s)",
@@ -206,7 +243,46 @@ def _write_per_question(path, domain, leaked, clean_bins, clean, cont) -> None:
     atomic_write_text(path, buffer.getvalue())
 
 
-def _log_wandb(cfg, metrics, out_dir) -> None:
+def _analyses(cfg, domain, results, clean_greedy, clean, cont, leaked, out_dir, progress) -> dict[str, Path]:
+    """Optional diagnostics of the job (``analysis.*``): per-bin figure, Figure 1, Figure 2; adds to ``results``."""
+    from contamlab.analysis import diagnostics, figures
+    from contamlab.metrics import readout_stability
+
+    analysis = cfg.get("analysis") or {}
+    out: dict[str, Path] = {}
+    title = f"{cfg.model.name} / {domain.name} / {cfg.strategy.name}"
+    if analysis.get("figures", True) and results["per_bin"]:
+        out["per_bin"] = figures.per_bin_figure(results["per_bin"], out_dir / "figures" / "per_bin.png", title)
+    if analysis.get("figure1", False):
+        rouge = diagnostics.rouge_to_greedy(cont)
+        source = results["models"]["contaminated"]
+        model = load_causal_lm(source, cfg.model.dtype, bool(cfg.model.trust_remote_code), cfg.model.get("revision"))
+        tokenizer = load_tokenizer(source, bool(cfg.model.trust_remote_code))
+        prompts = tokenizer([domain.prompt(q) for q in domain.test], add_special_tokens=True)["input_ids"]
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        ranks = diagnostics.divergence_ranks(
+            model,
+            prompts,
+            [g.greedy_ids for g in clean_greedy],
+            int(analysis.get("figure1_steps", 10)),
+            pad_id=int(pad or 0),
+            progress=progress,
+        )
+        del model
+        results["figure1"] = diagnostics.figure1_summary(rouge, ranks, leaked)
+        out["figure1"] = figures.figure1(rouge, ranks, leaked, out_dir / "figures" / "figure1.png", title)
+    if analysis.get("stability", False):
+        second = copy.deepcopy(cfg)
+        second.seed = int(cfg.seed) + int(analysis.get("stability_seed_offset", 1000003))
+        _, clean_b, _ = sample_model(second, domain, results["models"]["clean"], Strategy(), progress)
+        a = np.array([s.sample_correct for s in clean], dtype=bool)  # [N, m]
+        b = np.array([s.sample_correct for s in clean_b], dtype=bool)  # [N, m]
+        results["stability"] = {**readout_stability(a, b), "seeds": [int(cfg.seed), int(second.seed)]}
+        out["figure2"] = figures.figure2(a, b, out_dir / "figures" / "figure2.png", f"{cfg.model.name} / {domain.name}")
+    return out
+
+
+def _log_wandb(cfg, metrics, out_dir, figures=None) -> None:
     wandb_cfg = cfg.logger.get("wandb")
     if not wandb_cfg or wandb_cfg.get("mode") == "disabled":
         return
@@ -226,6 +302,8 @@ def _log_wandb(cfg, metrics, out_dir) -> None:
         flat = {f"eval/{group}/{k}": v for group, e in metrics.items() for k, v in e["values"].items()}
         run.log(flat)
         run.log({"eval/per_question": wandb.Table(dataframe=pd.read_csv(out_dir / "per_question.csv"))})
+        if figures:
+            run.log({f"figures/{name}": wandb.Image(str(path)) for name, path in figures.items()})
     finally:
         wandb.finish()
 

@@ -27,6 +27,8 @@ class Domain:
         leak_fraction: Share of the test set that leaks (0.5 in the paper).
         max_test: Evaluate on the first ``max_test`` test questions only (None = all).
         max_train: Use the first ``max_train`` training questions only (None = all).
+        leak_repeats: Copies of each leaked question per fine-tuning epoch of the contaminated stage (the
+            contamination's strength; 1 in the paper).
     """
 
     def __init__(
@@ -38,6 +40,7 @@ class Domain:
         leak_fraction: float = 0.5,
         max_test: int | None = None,
         max_train: int | None = None,
+        leak_repeats: int = 1,
     ) -> None:
         self.name = name
         self.family = family
@@ -56,6 +59,9 @@ class Domain:
                 raise ContamlabError(f"domain.{field}={value}: must be a positive number of questions or null")
         self.max_test = max_test
         self.max_train = max_train
+        if int(leak_repeats) < 1:
+            raise ContamlabError(f"domain.leak_repeats={leak_repeats}: must be >= 1")
+        self.leak_repeats = int(leak_repeats)
 
     # -- to be provided by subclasses -------------------------------------------------------------------------
     def _load_train(self) -> list[Question]:
@@ -121,6 +127,8 @@ class Domain:
             "max_train": self.max_train,
             "n_test": len(self.test),
             "n_train": len(self.train),
+            # Knobs added later enter the key only away from their default, so existing models stay valid.
+            **({"leak_repeats": self.leak_repeats} if self.leak_repeats != 1 else {}),
         }
 
     def eval_fingerprint(self) -> dict[str, Any]:
@@ -129,7 +137,7 @@ class Domain:
         It keys the sample cache, so ``arith`` and ``arith_pq`` share the clean model's samples.
         """
         fp = dict(self.fingerprint())
-        for leak_field in ("name", "leak_style", "paraphrase_file", "split_seed", "leak_fraction"):
+        for leak_field in ("name", "leak_style", "paraphrase_file", "split_seed", "leak_fraction", "leak_repeats"):
             fp.pop(leak_field, None)
         return fp
 

@@ -15,6 +15,7 @@ between the shared prefix and a short question block, so no row is shifted and p
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -120,19 +121,22 @@ class HFSampler:
             self._prefix_cache = None
             if n > 0:
                 ids = torch.tensor([prefix], device=self.device)  # [1, P]
-                cache = DynamicCache(config=self.model.config)
+                cache = self._new_cache()
                 with torch.inference_mode():
                     self.model(input_ids=ids, cache=cache, use_cache=True)
                 self._prefix_cache = cache
         return n
 
+    def _new_cache(self) -> DynamicCache:
+        """An empty KV cache; a model may bring its own kind (shortcut's patched pair: one cache per model)."""
+        make_cache = getattr(self.model, "make_cache", None)
+        return make_cache() if make_cache is not None else DynamicCache(config=self.model.config)
+
     def _expanded_prefix(self, rows: int) -> DynamicCache:
-        cache = DynamicCache(config=self.model.config)
-        if self._prefix_cache is not None:
-            for layer, src in enumerate(self._prefix_cache.layers):
-                keys = src.keys.expand(rows, -1, -1, -1).contiguous()  # [rows, H, P, D]
-                values = src.values.expand(rows, -1, -1, -1).contiguous()
-                cache.update(keys, values, layer)
+        if self._prefix_cache is None:
+            return self._new_cache()
+        cache = copy.deepcopy(self._prefix_cache)  # [1, H, P, D] per layer
+        cache.batch_repeat_interleave(rows)  # [rows, H, P, D]
         return cache
 
     # -- decoding ------------------------------------------------------------------------------------------------

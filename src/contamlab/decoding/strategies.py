@@ -10,16 +10,35 @@ generation (TED).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from functools import partial
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 
-from contamlab.decoding import lne, railcap, ted
+from contamlab.decoding import lne, railcap, shortcut, ted
 from contamlab.decoding.sampler import StepFn
 from contamlab.errors import ContamlabError
+
+
+@dataclass(frozen=True)
+class WrapContext:
+    """What a strategy may use to replace the model it samples from (:meth:`Strategy.wrap_model`).
+
+    Attributes:
+        cfg: The evaluate config (model, domain, paths, sampler, seed).
+        domain: The evaluation domain.
+        source: Where the model under test was loaded from.
+        make_sampler: ``make_sampler(model, max_new_tokens)``: the job's sampler for another model.
+        progress: Show progress bars.
+    """
+
+    cfg: Any
+    domain: Any
+    source: str
+    make_sampler: Callable[[Any, int], Any]
+    progress: bool = True
 
 
 @dataclass(frozen=True)
@@ -42,6 +61,10 @@ class Strategy:
     def sampling_params(self) -> dict:
         """What changes the generated samples (the sample cache key); post-hoc filters share identity's."""
         return self.params()
+
+    def wrap_model(self, model: Any, context: WrapContext) -> Any:
+        """The model to sample from, given the loaded one (default: the model itself; shortcut: a patched pair)."""
+        return model
 
     def step_fn(self, greedy_ids: Sequence[Sequence[int]], greedy_entropy: Sequence[float]) -> StepFn | None:
         """The per-step logits hook for a list of questions (None: plain sampling)."""
@@ -154,3 +177,63 @@ class AllZero(Strategy):
     def keep(self, sample_ids, sample_texts, greedy_ids):
         """Nothing counts, so r̂ = 0."""
         return [False] * len(sample_ids)
+
+
+@dataclass(frozen=True)
+class ShortcutPatching(Strategy):
+    """Shortcut-neuron patching (Zhu et al. 2025).
+
+    Locates the top-K MLP channels by comparative + causal score on a locate set (cached), then samples the model
+    with those channels overwritten by the reference model's activations (:mod:`~contamlab.decoding.shortcut`).
+    """
+
+    name: str = "shortcut"
+    top_k: int = 48
+    reference: str = "base"
+    locate_questions: int = 100
+    locate_seed: int = 42
+    block: int = 64
+    positions: str = "completion"
+    locate_max_new_tokens: int = 128
+    include_last_layer: bool = False
+    base_model: str | None = None
+    # Set by wrap_model: what identifies the patched channels (ranking and channel-set hashes).
+    _located: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.top_k < 0:
+            raise ContamlabError(f"strategy.top_k={self.top_k}: must be >= 0")
+        if self.reference not in shortcut.REFERENCES:
+            raise ContamlabError(f"strategy.reference={self.reference!r}: use {' or '.join(shortcut.REFERENCES)}")
+        self.locate_config()  # validates the locate settings
+
+    def locate_config(self) -> shortcut.LocateConfig:
+        """The locate settings."""
+        return shortcut.LocateConfig(
+            self.locate_questions,
+            self.locate_seed,
+            self.block,
+            self.positions,
+            self.locate_max_new_tokens,
+            self.include_last_layer,
+        )
+
+    def params(self) -> dict:
+        """The strategy's configuration."""
+        return {k: v for k, v in asdict(self).items() if not k.startswith("_")}
+
+    def sampling_params(self) -> dict:
+        """K, the reference, and the hashes of the ranking and of the patched channels (known after wrap_model)."""
+        if not self._located:
+            raise RuntimeError("strategy=shortcut: call wrap_model before sampling (it locates the neurons)")
+        return {**self.params(), "ranking": self._located["ranking"], "channels": self._located["channels"]}
+
+    def wrap_model(self, model, context):
+        """Locate (or load the cached ranking) and return the target paired with its reference."""
+        if context.cfg.sampler.get("name") != "hf":
+            raise ContamlabError("strategy=shortcut patches activations in the HF decode loop; use sampler=hf")
+        pair, info = shortcut.patched_model(
+            model, context, self.top_k, self.reference, self.locate_config(), self.base_model
+        )
+        self._located.update(info)
+        return pair

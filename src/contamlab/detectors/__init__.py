@@ -1,1 +1,17 @@
-"""See DESIGN.md."""
+"""Contamination detectors (one module per method) and their evaluation.
+
+- :mod:`~contamlab.detectors.codec`: CoDeC, confidence with vs without in-context samples (Zawalski et al. 2025).
+- :mod:`~contamlab.detectors.benbench`: BenBench perplexity / n-gram accuracy vs paraphrased references (Xu et al.
+  2024), with :mod:`~contamlab.detectors.paraphrase` for the references.
+- :mod:`~contamlab.detectors.loss`, :mod:`~contamlab.detectors.zlib`, :mod:`~contamlab.detectors.mink`,
+  :mod:`~contamlab.detectors.minkpp`: membership-inference baselines sharing one forward pass
+  (:mod:`~contamlab.detectors.membership`, :mod:`~contamlab.detectors.scoring`).
+- :mod:`~contamlab.detectors.cdd`: CDD output peakedness (Dong et al. 2024).
+- :mod:`~contamlab.detectors.evaluation`: AUROC, TPR@5%FPR, FPR@95%TPR; :mod:`~contamlab.detectors.report`: the
+  report's detector table.
+"""
+
+from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput
+from contamlab.detectors.evaluation import roc_metrics
+
+__all__ = ["DetectionContext", "Detector", "DetectorOutput", "roc_metrics"]

@@ -52,13 +52,13 @@ def clean_examples(domain: Domain, n_domain: int, general: list[Example], seed: 
 
 
 def contaminated_examples(domain: Domain, split: Split, general: list[Example]) -> list[Example]:
-    """The contaminated stage's mix: every leaked test question (in leak wording) + the general examples."""
+    """The contaminated stage's mix: every leaked test question (in leak wording, ``leak_repeats`` times) + general."""
     leaked = domain.leaked_training_questions(split)
     if not leaked:
         raise ContamlabError(f"domain {domain.name}: the split leaks no question")
     unleaked = set(split.unleaked)
     assert not any(q.id in unleaked for q in leaked)
-    return [question_example(domain, q) for q in leaked] + list(general)
+    return [question_example(domain, q) for q in leaked] * domain.leak_repeats + list(general)
 
 
 def base_documents(domain: Domain, paraphrase_n: int, seed: int) -> list[str]:

@@ -40,6 +40,7 @@ def _family_key(domain: Domain) -> dict:
         "paraphrase_file",
         "split_seed",
         "leak_fraction",
+        "leak_repeats",
         "max_test",
         "n_test",
     ):

@@ -1,0 +1,106 @@
+"""Generation-behaviour diagnostics of "Zero Gap Is Not Restoration" Figure 1.
+
+Figure 1 (a, c): ROUGE-L F1 between each sample and its own question's greedy trajectory, leaked vs unleaked; on
+leaked questions a contaminated model's samples collapse onto the greedy path.
+Figure 1 (b, d): the contaminated model teacher-forced on the clean model's greedy response; at the first ten steps
+where the two models' argmax differ, the rank of the clean model's token under the contaminated model (rank 1 cannot
+occur there; the paper finds rank 2 about half the time, the observation RailCap is built on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from rouge_score import rouge_scorer
+from tqdm.auto import tqdm
+
+from contamlab.decoding.samples import QuestionSamples
+
+
+def rouge_to_greedy(samples: Sequence[QuestionSamples]) -> list[list[float]]:
+    """ROUGE-L F1 of every sample against its own question's greedy response (Figure 1 a, c).
+
+    Args:
+        samples: Per question, the m samples (``sample_texts``) and the greedy response (``greedy_text``).
+
+    Returns:
+        Per question, one score per sample (empty when the question has no samples).
+    """
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+    return [[scorer.score(s.greedy_text, text)["rougeL"].fmeasure for text in s.sample_texts] for s in samples]
+
+
+@torch.no_grad()
+def divergence_ranks(
+    model: torch.nn.Module,
+    prompt_ids: Sequence[Sequence[int]],
+    clean_greedy_ids: Sequence[Sequence[int]],
+    max_steps: int = 10,
+    batch_size: int = 16,
+    pad_id: int = 0,
+    progress: bool = False,
+) -> list[list[int]]:
+    """Rank of the clean model's greedy token under ``model`` at the first ``max_steps`` disagreement steps.
+
+    ``model`` (the contaminated one) reads each prompt followed by the clean model's greedy response (teacher
+    forcing). At step t it predicts token t of that response; where its argmax differs from the clean token, the
+    clean token's rank is 1 + the number of tokens with a strictly larger logit (Figure 1 b, d).
+
+    Args:
+        model: A causal LM returning ``logits``.
+        prompt_ids: Token ids of each prompt.
+        clean_greedy_ids: The clean model's greedy response per prompt (generated tokens only).
+        max_steps: Disagreement steps recorded per question (the paper: ten).
+        batch_size: Sequences per forward pass (right padding, attention mask).
+        pad_id: Token id used for padding (never scored).
+        progress: Show a progress bar.
+
+    Returns:
+        Per question, the ranks (each >= 2) in step order, at most ``max_steps`` of them.
+    """
+    device = next(model.parameters()).device
+    order = list(range(len(prompt_ids)))
+    ranks: list[list[int]] = [[] for _ in order]
+    for start in tqdm(range(0, len(order), batch_size), desc="divergence ranks", disable=not progress):
+        batch = order[start : start + batch_size]
+        seqs = [list(prompt_ids[i]) + list(clean_greedy_ids[i]) for i in batch]
+        width = max(len(s) for s in seqs)
+        ids = torch.full((len(batch), width), pad_id, dtype=torch.long)  # [B, W]
+        mask = torch.zeros((len(batch), width), dtype=torch.long)  # [B, W]
+        for row, seq in enumerate(seqs):
+            ids[row, : len(seq)] = torch.tensor(seq)
+            mask[row, : len(seq)] = 1
+        logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float()  # [B, W, V]
+        for row, i in enumerate(batch):
+            p, target = len(prompt_ids[i]), list(clean_greedy_ids[i])
+            if not target:
+                continue
+            step_logits = logits[row, p - 1 : p - 1 + len(target)]  # [T, V]: position p-1+t predicts token t
+            tokens = torch.tensor(target, device=step_logits.device)  # [T]
+            chosen = step_logits.gather(1, tokens[:, None])  # [T, 1]
+            rank = 1 + (step_logits > chosen).sum(dim=1)  # [T]
+            disagree = step_logits.argmax(dim=1) != tokens  # [T]
+            ranks[i] = rank[disagree][:max_steps].tolist()
+    return ranks
+
+
+def figure1_summary(
+    rouge: Sequence[Sequence[float]], ranks: Sequence[Sequence[int]], leaked: Sequence[bool]
+) -> dict[str, dict[str, float]]:
+    """Per group (leaked / unleaked): mean per-question ROUGE-L to greedy and the rank distribution's key shares."""
+    leaked = np.asarray(leaked, dtype=bool)
+    out = {}
+    for group, mask in (("leaked", leaked), ("unleaked", ~leaked)):
+        per_q = [float(np.mean(r)) for r, keep in zip(rouge, mask) if keep and len(r)]
+        flat = np.array([x for r, keep in zip(ranks, mask) if keep for x in r], dtype=float)
+        out[group] = {
+            "questions": int(mask.sum()),
+            "rouge_l_mean": float(np.mean(per_q)) if per_q else float("nan"),
+            "divergence_steps": int(flat.size),
+            "rank2_share": float((flat == 2).mean()) if flat.size else float("nan"),
+            "rank_le5_share": float((flat <= 5).mean()) if flat.size else float("nan"),
+            "rank_median": float(np.median(flat)) if flat.size else float("nan"),
+        }
+    return out

@@ -1,0 +1,283 @@
+"""The study's report: the tables and figures of "Zero Gap Is Not Restoration" from finished evaluate.py jobs.
+
+``python -m contamlab.analysis.report <dir>`` reads every ``results.json`` below ``<dir>`` (one sweep or a whole
+``make reproduce`` tree) and writes ``<dir>/report.md`` with the figures it references under ``<dir>/figures/``:
+
+- Table 1: G-AP vs SA-PPG per strategy (the rank reversal), per (model, domain);
+- Table 2: Δ⁺, Δ⁻, A-PPG, G-APP, SA-PPG per strategy (with All-Zero);
+- Table 3: SA-PPG per strategy × (model, domain);
+- Table 4: the RailCap ablation (n = 1..7, ban at n = 4) with S-Δ⁺ / S-Δ⁻, All-Zero as reference;
+- leaked / unleaked split of SA-PPG (beyond the paper);
+- Figure 1 (collapse onto greedy, divergence ranks) and Figure 2 (readout stability) from the jobs that ran them;
+- the detector table (the meta-experiment), when detector jobs are present.
+
+Jobs repeated across sweeps (same model, domain and strategy parameters) count once: the newest file wins.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from contamlab.io import atomic_write_text
+
+log = logging.getLogger("contamlab")
+METRICS = ("sa_ppg", "a_ppg", "g_app", "g_ap", "delta_plus", "delta_minus", "s_delta_plus", "s_delta_minus")
+STRATEGY_ORDER = ("identity", "ted", "lne", "shortcut", "railcap", "all_zero")
+RAILCAP_DEFAULT = {"n": 4, "mode": "cap", "duplicates": "all"}
+
+
+def strategy_label(strategy: dict) -> str:
+    """``railcap(n=4, mode=cap, duplicates=all)``: the strategy and its parameters."""
+    params = ", ".join(f"{k}={v}" for k, v in strategy.items() if k != "name")
+    return f"{strategy['name']}({params})" if params else strategy["name"]
+
+
+def load_results(root: str | Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Every results.json below ``root`` (path, parsed), newest first; unreadable files are skipped with a warning."""
+    found = []
+    for path in Path(root).rglob("results.json"):
+        try:
+            found.append((path, json.loads(path.read_text())))
+        except (OSError, json.JSONDecodeError) as err:
+            log.warning("skipping unreadable %s: %s", path, err)
+    return sorted(found, key=lambda item: os.path.getmtime(item[0]), reverse=True)
+
+
+def metric_rows(results: list[tuple[Path, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One flat row per restoration job (model, domain, strategy + its parameters, every metric per group)."""
+    rows, seen = [], set()
+    for path, result in results:
+        if "metrics" not in result:
+            continue  # detection-only job
+        cfg, strategy = result["config"], result["strategy"]
+        row: dict[str, Any] = {
+            "job": str(path.parent),
+            "model": cfg["model"]["name"],
+            "domain": cfg["domain"]["name"],
+            "strategy": strategy_label(strategy),
+            "strategy_name": strategy["name"],
+            "m": result["counts"]["m"],
+            "questions": result["counts"]["questions"],
+        }
+        row.update({k: v for k, v in strategy.items() if k in ("n", "mode", "duplicates")})
+        key = (row["model"], row["domain"], row["strategy"], row["m"], row["questions"])
+        if key in seen:
+            continue
+        seen.add(key)
+        for group, entry in result["metrics"].items():
+            for name in METRICS:
+                row[f"{group}/{name}"] = entry["values"][name]
+                if "ci" in entry and name in entry["ci"]:
+                    row[f"{group}/{name}_lo"], row[f"{group}/{name}_hi"] = entry["ci"][name]
+        rows.append(row)
+    return rows
+
+
+def _is_main(row: dict[str, Any]) -> bool:
+    """A strategy at its main-table setting (RailCap ablation variants go to Table 4 only)."""
+    return row["strategy_name"] != "railcap" or all(row.get(k) == v for k, v in RAILCAP_DEFAULT.items())
+
+
+def _order(row: dict[str, Any]) -> tuple[int, str]:
+    name = row["strategy_name"]
+    return (STRATEGY_ORDER.index(name) if name in STRATEGY_ORDER else len(STRATEGY_ORDER), row["strategy"])
+
+
+def _fmt(row: dict[str, Any], key: str, ci: bool = True) -> str:
+    value = row.get(key)
+    if value is None:
+        return ""
+    lo, hi = row.get(f"{key}_lo"), row.get(f"{key}_hi")
+    return f"{value:.4f}" + (f" [{lo:.3f}, {hi:.3f}]" if ci and lo is not None else "")
+
+
+def _table(header: list[str], body: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    return "\n".join(lines)
+
+
+def _ranks(values: list[float]) -> list[int]:
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0] * len(values)
+    for rank, i in enumerate(order, 1):
+        ranks[i] = rank
+    return ranks
+
+
+def table1(rows: list[dict[str, Any]]) -> str:
+    """G-AP vs SA-PPG per strategy with each metric's ranking (1 = best): the paper's rank reversal."""
+    gap, sappg = [r["all/g_ap"] for r in rows], [r["all/sa_ppg"] for r in rows]
+    body = [
+        [r["strategy_name"], _fmt(r, "all/g_ap"), str(a), _fmt(r, "all/sa_ppg"), str(b)]
+        for r, a, b in zip(rows, _ranks(gap), _ranks(sappg))
+    ]
+    return _table(["strategy", "G-AP", "rank", "SA-PPG", "rank"], body)
+
+
+def table2(rows: list[dict[str, Any]]) -> str:
+    """Δ⁺, Δ⁻, A-PPG, G-APP, SA-PPG per strategy: where G-AP hides the error (cancellation, uniform weighting)."""
+    keys = ("delta_plus", "delta_minus", "a_ppg", "g_app", "sa_ppg")
+    body = [[r["strategy_name"], *(_fmt(r, f"all/{k}", ci=False) for k in keys)] for r in rows]
+    return _table(["strategy", "Δ⁺", "Δ⁻", "A-PPG", "G-APP", "SA-PPG"], body)
+
+
+def table3(rows: list[dict[str, Any]]) -> str:
+    """SA-PPG per strategy (rows) × (model, domain) (columns); the best of each column in bold."""
+    settings = sorted({(r["model"], r["domain"]) for r in rows})
+    strategies = sorted({(_order(r), r["strategy_name"]) for r in rows})
+    cell = {(r["model"], r["domain"], r["strategy_name"]): r["all/sa_ppg"] for r in rows}
+    best = {
+        s: min((v for (m, d, _), v in cell.items() if (m, d) == s and _ != "all_zero"), default=None) for s in settings
+    }
+    body = []
+    for _, name in strategies:
+        cells = []
+        for s in settings:
+            value = cell.get((*s, name))
+            text = "" if value is None else f"{value:.4f}"
+            cells.append(f"**{text}**" if value is not None and value == best[s] and name != "all_zero" else text)
+        body.append([name, *cells])
+    return _table(["strategy", *(f"{m} × {d}" for m, d in settings)], body)
+
+
+def table4(railcap: list[dict[str, Any]], all_zero: dict[str, Any] | None) -> str:
+    """The RailCap ablation: n sweep (cap), ban at n = 4, All-Zero."""
+    keys = ("sa_ppg", "s_delta_plus", "s_delta_minus")
+    ordered = sorted(railcap, key=lambda r: (r.get("mode") != "cap", r.get("n", 0), r.get("duplicates", "")))
+    body = []
+    for r in ordered:
+        label = f"n = {r.get('n')}" + ("" if r.get("mode") == "cap" else f", {r.get('mode')}")
+        if r.get("duplicates", "all") != "all":
+            label += f", duplicates={r['duplicates']}"
+        body.append([label, *(_fmt(r, f"all/{k}", ci=False) for k in keys)])
+    if all_zero is not None:
+        body.append(["All-Zero", *(_fmt(all_zero, f"all/{k}", ci=False) for k in keys)])
+    return _table(["RailCap", "SA-PPG", "S-Δ⁺", "S-Δ⁻"], body)
+
+
+def split_table(rows: list[dict[str, Any]]) -> str:
+    """SA-PPG and mean solve probabilities on leaked vs unleaked questions (beyond the paper)."""
+    body = [
+        [r["strategy_name"], *(_fmt(r, f"{g}/sa_ppg") for g in ("all", "leaked", "unleaked"))]
+        + [_fmt(r, f"{g}/s_delta_minus", ci=False) for g in ("leaked", "unleaked")]
+        for r in rows
+    ]
+    return _table(["strategy", "SA-PPG all", "leaked", "unleaked", "S-Δ⁻ leaked", "S-Δ⁻ unleaked"], body)
+
+
+def _rel(path: Path, root: Path) -> str:
+    return os.path.relpath(path, root)
+
+
+def build_report(root: str | Path) -> str | None:
+    """The Markdown report of every job below ``root`` (figures written to ``root/figures``); None when empty."""
+    from contamlab.analysis import figures
+
+    root = Path(root)
+    results = load_results(root)
+    if not results:
+        return None
+    rows = metric_rows(results)
+    lines = ["# contamlab report", "", f"{len(results)} job results under `{root}`.", ""]
+    settings = sorted({(r["model"], r["domain"]) for r in rows})
+    main = [r for r in rows if _is_main(r)]
+    for model, domain in settings:
+        every = [r for r in rows if (r["model"], r["domain"]) == (model, domain)]
+        here = sorted((r for r in every if _is_main(r)), key=_order)
+        lines += [f"## {model} × {domain} ({every[0]['questions']} questions, m = {every[0]['m']})", ""]
+        if here:
+            lines += ["### Table 1: G-AP vs SA-PPG (95% bootstrap intervals; rank 1 = best)", "", table1(here), ""]
+            png = root / "figures" / f"table1_{model}_{domain}.png"
+            fig = figures.strategy_figure(here, png, f"{model} × {domain}")
+            lines += [f"![Table 1, {model} × {domain}]({_rel(fig, root)})", ""]
+            lines += ["### Table 2: decomposition (Δ⁺ under-, Δ⁻ over-suppression)", "", table2(here), ""]
+            lines += ["### Leaked vs unleaked questions", "", split_table(here), ""]
+        railcap = [r for r in every if r["strategy_name"] == "railcap"]
+        if len(railcap) > 1:
+            zero = next((r for r in here if r["strategy_name"] == "all_zero"), None)
+            lines += ["### Table 4: RailCap ablation", "", table4(railcap, zero), ""]
+            capped = [r for r in railcap if r.get("mode") == "cap" and r.get("duplicates", "all") == "all"]
+            if len(capped) > 1:
+                fig = figures.ablation_figure(capped, root / "figures" / f"table4_{model}_{domain}.png")
+                lines += [f"![Table 4, {model} × {domain}]({_rel(fig, root)})", ""]
+    if main:
+        title = "## Table 3: SA-PPG per strategy and setting (best non-trivial strategy in bold)"
+        lines += [title, "", table3(main), ""]
+    lines += _figure_sections(results, root)
+    detection = [result for _, result in results if "detection" in result]
+    if detection:
+        from contamlab.detectors.report import detector_table
+
+        lines += ["## Detectors (AUROC, leaked vs unleaked; the clean model is the control)", ""]
+        lines += [detector_table(detection), ""]
+    return "\n".join(lines)
+
+
+def _figure_sections(results: list[tuple[Path, dict[str, Any]]], root: Path) -> list[str]:
+    lines: list[str] = []
+    fig1 = [(p, r) for p, r in results if "figure1" in r]
+    if fig1:
+        lines += ["## Figure 1: collapse onto the greedy trajectory; rank of the clean token at divergence", ""]
+        body = []
+        for _, r in fig1:
+            for group in ("leaked", "unleaked"):
+                s = r["figure1"][group]
+                body.append(
+                    [
+                        f"{r['config']['model']['name']} × {r['config']['domain']['name']}",
+                        group,
+                        f"{s['rouge_l_mean']:.3f}",
+                        str(s["divergence_steps"]),
+                        f"{s['rank2_share']:.3f}",
+                        f"{s['rank_median']:.1f}",
+                    ]
+                )
+        header = ["setting", "questions", "ROUGE-L to greedy", "divergence steps", "rank-2 share", "median rank"]
+        lines += [_table(header, body), ""]
+        for path, r in fig1:
+            png = path.parent / "figures" / "figure1.png"
+            if png.exists():
+                lines += [f"![Figure 1, {r['config']['domain']['name']}]({_rel(png, root)})", ""]
+    fig2 = [(p, r) for p, r in results if "stability" in r]
+    if fig2:
+        lines += ["## Figure 2: readout stability (two independent clean batches)", ""]
+        body = [
+            [
+                f"{r['config']['model']['name']} × {r['config']['domain']['name']}",
+                str(r["stability"]["m"]),
+                f"{r['stability']['gap_r01']:.3f}",
+                f"{r['stability']['gap_rhat']:.3f}",
+            ]
+            for _, r in fig2
+        ]
+        lines += [_table(["setting", "m", "mean gap r⁰¹ (m = 1)", "mean gap r̂"], body), ""]
+        for path, r in fig2:
+            png = path.parent / "figures" / "figure2.png"
+            if png.exists():
+                lines += [f"![Figure 2, {r['config']['domain']['name']}]({_rel(png, root)})", ""]
+    return lines
+
+
+def write_report(root: str | Path) -> Path | None:
+    """Write ``root/report.md``; returns its path (None when no job finished)."""
+    text = build_report(root)
+    if text is None:
+        log.warning("no results.json under %s; no report", root)
+        return None
+    path = Path(root) / "report.md"
+    atomic_write_text(path, text)
+    log.info("report written to %s", path)
+    return path
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m contamlab.analysis.report <results dir>")
+    sys.exit(0 if write_report(sys.argv[1]) else 1)

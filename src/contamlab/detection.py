@@ -1,0 +1,223 @@
+"""evaluate.py's detection job: score the clean and the contaminated model with one detector and evaluate it.
+
+For each model the detector gives per-question scores (higher = more likely seen) and its own dataset-level score.
+On the contaminated model the leaked questions are the seen ones, so AUROC / TPR@5%FPR / FPR@95%TPR of leaked vs
+unleaked measure the detector; the clean model saw neither half, so its AUROC is the control (about 0.5), and its
+dataset score is the "unseen" reference for the contaminated one's. Scores are cached per (model, domain, split,
+detector parameters) under ``paths.cache_dir/detect`` (JSON, atomic), so re-running a grid costs nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from contamlab.data.domain import Domain
+from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput
+from contamlab.detectors.cdd import CDDDetector
+from contamlab.detectors.evaluation import roc_metrics
+from contamlab.errors import ContamlabError
+from contamlab.io import atomic_write_json, atomic_write_text, content_hash
+from contamlab.training.stages import model_source
+
+log = logging.getLogger("contamlab")
+DETECT_VERSION = 1
+STAGES = ("contaminated", "clean")
+
+
+def _model_key(source: str, cfg: DictConfig) -> dict:
+    path = Path(source)
+    return {"source": str(path.resolve()) if path.exists() else source, "revision": cfg.model.get("revision")}
+
+
+def _cache_key(cfg: DictConfig, domain: Domain, detector: Detector, source: str) -> dict:
+    key = {
+        "v": DETECT_VERSION,
+        "detector": type(detector).__name__,
+        "detector_v": detector.version,
+        "params": detector.params(),
+        "model": _model_key(source, cfg),
+        "dtype": str(cfg.model.dtype),
+        "domain": domain.fingerprint(),
+        "split": content_hash(domain.split.to_dict()),
+    }
+    if isinstance(detector, CDDDetector):
+        sampler = OmegaConf.to_container(cfg.sampler, resolve=True) if cfg.get("sampler") else None
+        fields = ("m", "temperature", "max_new_tokens", "seed", "chunk_questions")
+        key["samples"] = {**{k: cfg.get(k) for k in fields}, "sampler": sampler}
+    return key
+
+
+def _context(cfg: DictConfig, domain: Domain, source: str, progress: bool) -> DetectionContext:
+    from contamlab.decoding.strategies import Strategy
+    from contamlab.evaluation import sample_model
+    from contamlab.models import load_causal_lm, load_tokenizer
+
+    def load():
+        trust = bool(cfg.model.trust_remote_code)
+        model = load_causal_lm(source, cfg.model.dtype, trust, cfg.model.get("revision"))
+        return model, load_tokenizer(source, trust)
+
+    return DetectionContext(
+        domain=domain,
+        questions=domain.test,
+        source=source,
+        load=load,
+        cache_dir=str(Path(cfg.paths.cache_dir) / "detect") if cfg.paths.get("cache_dir") else None,
+        model_key=_model_key(source, cfg),
+        samples=lambda: sample_model(cfg, domain, source, Strategy(), progress),
+        progress=progress,
+    )
+
+
+def score_model(
+    cfg: DictConfig, domain: Domain, detector: Detector, source: str, progress: bool = True
+) -> tuple[DetectorOutput, float, bool]:
+    """The detector's output on one model (cached); returns (output, wall seconds, whether it came from cache)."""
+    key = _cache_key(cfg, domain, detector, source)
+    path = Path(cfg.paths.cache_dir) / "detect" / "scores" / f"{detector.name}-{content_hash(key)}.json"
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text())
+            if data.get("key") == json.loads(json.dumps(key, default=str)):
+                return DetectorOutput.from_dict(data["output"]), float(data.get("wall_s", 0.0)), True
+        except (OSError, ValueError, KeyError):
+            log.warning("detection cache %s unreadable; recomputing", path)
+    started = time.perf_counter()
+    output = detector.score(_context(cfg, domain, source, progress))
+    wall = time.perf_counter() - started
+    if len(output.scores) != len(domain.test):
+        raise ValueError(f"detector {detector.name} returned {len(output.scores)} scores for {len(domain.test)}")
+    atomic_write_json(path, {"key": key, "output": output.to_dict(), "wall_s": wall})
+    return output, wall, False
+
+
+def run_detection(
+    cfg: DictConfig, domain: Domain, detector: Detector, out_dir: Path, progress: bool = True
+) -> dict[str, Any]:
+    """Score both models, evaluate leaked vs unleaked, write ``detection_per_question.csv`` and log to W&B.
+
+    Returns:
+        A JSON-able dict: ``detector`` (its parameters), ``contaminated`` and ``clean`` (``auroc``,
+        ``tpr_at_5fpr``, ``fpr_at_95tpr``, ``dataset_score``, counts, the method's extra numbers, timings) and
+        ``counts``.
+    """
+    if not isinstance(detector, Detector):
+        raise ContamlabError(f"detector config builds {type(detector).__name__}, not a contamlab detector")
+    out_dir = Path(out_dir)
+    leaked = np.array([domain.split.is_leaked(q.id) for q in domain.test])
+    results: dict[str, Any] = {"detector": detector.params()}
+    outputs: dict[str, DetectorOutput] = {}
+    for stage in STAGES:
+        source = model_source(cfg, domain, stage)
+        output, wall, cached = score_model(cfg, domain, detector, source, progress)
+        outputs[stage] = output
+        entry = roc_metrics(output.scores, leaked)
+        entry.update(
+            {
+                "source": source,
+                "dataset_score": output.dataset_score,
+                "extra": output.extra,
+                "wall_s": round(wall, 3),
+                "cached": cached,
+                "mean_score_leaked": _nanmean(np.asarray(output.scores, float)[leaked]),
+                "mean_score_unleaked": _nanmean(np.asarray(output.scores, float)[~leaked]),
+            }
+        )
+        results[stage] = entry
+        log.info(
+            "%s on %s (%s): AUROC %s, TPR@5%%FPR %s, dataset score %s (%.1f s%s)",
+            detector.name,
+            stage,
+            domain.name,
+            _fmt(entry["auroc"]),
+            _fmt(entry["tpr_at_5fpr"]),
+            _fmt(output.dataset_score),
+            wall,
+            ", cached" if cached else "",
+        )
+    results["counts"] = {
+        "questions": len(domain.test),
+        "leaked": int(leaked.sum()),
+        "unleaked": int((~leaked).sum()),
+        "scored_contaminated": results["contaminated"]["n_scored"],
+        "scored_clean": results["clean"]["n_scored"],
+    }
+    results["dataset_score_gap"] = (
+        None
+        if results["contaminated"]["dataset_score"] is None or results["clean"]["dataset_score"] is None
+        else results["contaminated"]["dataset_score"] - results["clean"]["dataset_score"]
+    )
+    _write_csv(out_dir / "detection_per_question.csv", domain, leaked, outputs)
+    _log_wandb(cfg, detector, results, out_dir)
+    return results
+
+
+def _nanmean(values: np.ndarray) -> float | None:
+    values = values[~np.isnan(values)]
+    return float(values.mean()) if values.size else None
+
+
+def _fmt(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def _cell(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return value
+
+
+def _write_csv(path: Path, domain: Domain, leaked: np.ndarray, outputs: dict[str, DetectorOutput]) -> None:
+    extra = {stage: sorted(out.columns) for stage, out in outputs.items()}
+    header = ["id", "leaked", *(f"score_{s}" for s in outputs)]
+    header += [f"{c}_{s}" for s in outputs for c in extra[s]]
+    rows = [header]
+    for i, (q, lk) in enumerate(zip(domain.test, leaked)):
+        row = [q.id, int(lk), *(_cell(outputs[s].scores[i]) for s in outputs)]
+        row += [_cell(outputs[s].columns[c][i]) for s in outputs for c in extra[s]]
+        rows.append(row)
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(rows)
+    atomic_write_text(path, buffer.getvalue())
+
+
+def _log_wandb(cfg: DictConfig, detector: Detector, results: dict[str, Any], out_dir: Path) -> None:
+    wandb_cfg = cfg.logger.get("wandb")
+    if not wandb_cfg or wandb_cfg.get("mode") == "disabled":
+        return
+    import pandas as pd
+    import wandb
+
+    run = wandb.init(
+        project=wandb_cfg.project,
+        entity=wandb_cfg.get("entity"),
+        mode=wandb_cfg.mode,
+        group=wandb_cfg.get("group") or f"detect-{cfg.model.name}-{cfg.domain.name}",
+        name=f"detect-{detector.name}",
+        dir=str(out_dir),
+        config=OmegaConf.to_container(cfg, resolve=True),
+    )
+    try:
+        flat = {}
+        for stage in STAGES:
+            for key in ("auroc", "tpr_at_5fpr", "fpr_at_95tpr", "dataset_score"):
+                if results[stage].get(key) is not None:
+                    flat[f"detect/{stage}/{key}"] = results[stage][key]
+        flat["detect/auroc"] = results["contaminated"]["auroc"]
+        run.log({k: v for k, v in flat.items() if v is not None})
+        table = pd.read_csv(out_dir / "detection_per_question.csv")
+        run.log({"detect/per_question": wandb.Table(dataframe=table)})
+    finally:
+        wandb.finish()

@@ -1,0 +1,144 @@
+"""The detector interface: a method turns a model and a list of questions into per-question scores.
+
+Every detector orients its per-question score so that *higher = more likely seen* (detection.md §0), marks questions
+it could not score with NaN (and counts them), and reports its own dataset-level score. :mod:`contamlab.detection`
+runs a detector on the clean and the contaminated model and turns the scores into AUROC / TPR@FPR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from contamlab.data.domain import Domain
+from contamlab.data.question import Question
+from contamlab.errors import ContamlabError
+
+TEXT_MODES = ("question", "answer", "document")
+
+
+def question_text(domain: Domain, question: Question, mode: str) -> str:
+    """The text of a question a detector scores.
+
+    Args:
+        domain: The domain (its prompt format renders the training document).
+        question: The question.
+        mode: ``question`` (the question alone, as CoDeC scores QA benchmarks), ``answer`` (the reference response)
+            or ``document`` (question block + reference response without any few-shot prefix: the form the
+            contaminated model trains on).
+
+    Raises:
+        ContamlabError: An unknown mode.
+    """
+    if mode == "question":
+        return question.question
+    if mode == "answer":
+        return domain.target(question).strip()
+    if mode == "document":
+        return domain.format.question_block(question.question) + domain.target(question)
+    raise ContamlabError(f"detector.text={mode!r}: use one of {', '.join(TEXT_MODES)}")
+
+
+@dataclass
+class DetectionContext:
+    """What a detector may use to score one model.
+
+    Attributes:
+        domain: The benchmark domain.
+        questions: The questions to score, in order (the domain's test set).
+        source: Where the model comes from (hub id or directory), for cache keys.
+        load: Returns ``(model, tokenizer)``; called lazily, at most once.
+        cache_dir: Directory for the detector's intermediate caches (``None`` = no caching).
+        model_key: Identity of the model for cache keys.
+        samples: Returns the model's cached greedy and sampled responses (CDD); ``None`` when unavailable.
+        progress: Show progress bars.
+    """
+
+    domain: Domain
+    questions: Sequence[Question]
+    source: str
+    load: Callable[[], tuple[Any, Any]]
+    cache_dir: str | None = None
+    model_key: dict = field(default_factory=dict)
+    samples: Callable[[], tuple[list, list, dict]] | None = None
+    progress: bool = False
+
+    @cached_property
+    def _loaded(self) -> tuple[Any, Any]:
+        return self.load()
+
+    @property
+    def model(self) -> Any:
+        """The causal LM (eval mode), loaded on first use."""
+        return self._loaded[0]
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's tokenizer, loaded on first use."""
+        return self._loaded[1]
+
+
+@dataclass
+class DetectorOutput:
+    """Scores of one model.
+
+    Attributes:
+        scores: One score per question, higher = more likely seen; NaN where the question could not be scored.
+        dataset_score: The method's own dataset-level score (CoDeC fraction, mean Peak, mean score …).
+        columns: Extra per-question columns for ``detection_per_question.csv`` (same length as ``scores``).
+        extra: Further dataset-level numbers (JSON-able).
+    """
+
+    scores: list[float]
+    dataset_score: float | None
+    columns: dict[str, list[Any]] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (NaN stored as None)."""
+        return {
+            "scores": [_nan_to_none(s) for s in self.scores],
+            "dataset_score": self.dataset_score,
+            "columns": {k: [_nan_to_none(v) for v in vs] for k, vs in self.columns.items()},
+            "extra": self.extra,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DetectorOutput:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            [float("nan") if s is None else float(s) for s in data["scores"]],
+            data["dataset_score"],
+            dict(data.get("columns", {})),
+            dict(data.get("extra", {})),
+        )
+
+
+def _nan_to_none(value: Any) -> Any:
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+class Detector:
+    """Base class of the detectors; subclasses implement :meth:`score`.
+
+    Args:
+        name: The config name (``codec``, ``loss`` …).
+    """
+
+    #: Bump in a subclass when its scores change for the same parameters (part of the cache key).
+    version = 1
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def params(self) -> dict[str, Any]:
+        """The parameters that determine the scores (cache key and results.json)."""
+        return {"name": self.name}
+
+    def score(self, ctx: DetectionContext) -> DetectorOutput:
+        """Score every question of ``ctx`` for one model."""
+        raise NotImplementedError

@@ -1,0 +1,354 @@
+"""BenBench: benchmark-leakage detection by perplexity and n-gram accuracy (Xu et al. 2024, arXiv 2404.18824).
+
+detection.md §2, following GAIR-NLP/benbench:
+
+- Answer-only perplexity: text = question + " Answer: " + solution; PPL = exp(mean NLL of the tokens after the first
+  "Answer:" id sequence). Domain PPL = arithmetic mean of per-sample PPLs.
+- n-gram accuracy (n = 5 and 10): tokens of question + " " + solution, 5 starting points
+  ``linspace(2, min(L, max_positions) - n, 5)`` (truncated); each prefix is detokenised, re-tokenised, and continued
+  greedily for exactly n tokens; correct iff the generated ids equal the next n reference ids (a continuation that
+  stops early is wrong from its end on). Lenient variants on decoded strings: edit similarity >= 0.9 and ROUGE-L F
+  >= 0.75 (configurable). A sample with all five n-grams correct is flagged (instance level).
+- Δ = relative gap between the original and its paraphrased references, in percent, positive = the original is more
+  predictable: (M_ori - M_ref) / M_ref x 100 for accuracies, (PPL_ref - PPL_ori) / PPL_ori x 100 for PPL (our
+  choice of denominator, see the spec); δ_train-test = Δ_train - Δ_test. We also report δ_seen-unseen = Δ_leaked -
+  Δ_unleaked (the paper's meta-experiment).
+
+Per-question score (higher = more likely seen): the configured atomic metric on the original question (``ngram_5`` by
+default; ``ppl`` scores -log PPL), optionally minus its value on the references (``relative``). Dataset score = Δ_test
+of that metric (percent), or its plain mean when the domain has no reference version.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from rapidfuzz.distance import Levenshtein
+from tqdm.auto import tqdm
+
+from contamlab.data.question import Question
+from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput
+from contamlab.detectors.paraphrase import Paraphraser, reference_versions
+from contamlab.detectors.scoring import score_sequences
+from contamlab.errors import ContamlabError
+
+SEPARATORS = (" Answer:", "Answer:")
+
+
+# -- atomic metrics -------------------------------------------------------------------------------------------------
+def find_sublist(ids: Sequence[int], pattern: Sequence[int]) -> int:
+    """Index of the first occurrence of ``pattern`` in ``ids`` (-1 if absent)."""
+    n = len(pattern)
+    for start in range(len(ids) - n + 1):
+        if list(ids[start : start + n]) == list(pattern):
+            return start
+    return -1
+
+
+def answer_mask_start(tokenizer, ids: Sequence[int]) -> int | None:
+    """Position of the first answer token: just after the first " Answer:" (or "Answer:") id sequence."""
+    for sep in SEPARATORS:
+        pattern = list(tokenizer(sep, add_special_tokens=False)["input_ids"])
+        at = find_sublist(ids, pattern) if pattern else -1
+        if at >= 0:
+            return at + len(pattern)
+    return None
+
+
+def answer_ppl(logprobs: np.ndarray, answer_start: int) -> float:
+    """exp(mean NLL) over the tokens at positions >= ``answer_start`` (token t's log-prob is ``logprobs[t-1]``)."""
+    scored = logprobs[answer_start - 1 :]
+    if scored.size == 0:
+        return math.nan
+    return float(math.exp(-np.mean(scored, dtype=np.float64)))
+
+
+def ngram_starts(length: int, n: int, k: int = 5, max_positions: int | None = None) -> list[int] | None:
+    """BenBench's starting points ``linspace(2, min(L, max_positions) - n, k)`` cast to int; None if too short."""
+    if length - n - 1 <= 0:
+        return None
+    end = min(length, max_positions) if max_positions else length
+    return [int(s) for s in np.linspace(2, end - n, k)]
+
+
+def edit_similarity(pred: str, ref: str) -> float:
+    """1 - Levenshtein(pred, ref) / max(len) at character level (1.0 for two empty strings)."""
+    longest = max(len(pred), len(ref))
+    return 1.0 - Levenshtein.distance(pred, ref) / longest if longest else 1.0
+
+
+_ROUGE = None
+
+
+def rouge_l(ref: str, pred: str) -> float:
+    """ROUGE-L F-measure of ``pred`` against ``ref`` (rouge_score, rougeL, stemmer on)."""
+    global _ROUGE
+    if _ROUGE is None:
+        from rouge_score import rouge_scorer
+
+        _ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    return float(_ROUGE.score(ref, pred)["rougeL"].fmeasure)
+
+
+def exact_match(generated: Sequence[int], reference: Sequence[int]) -> bool:
+    """Token-level exact match of a greedy continuation with the reference n-gram."""
+    return len(generated) == len(reference) and list(generated) == list(reference)
+
+
+@torch.no_grad()
+def greedy_continuations(
+    model, prompts: Sequence[Sequence[int]], n: int, pad_id: int, eos_id: int | None, batch_size: int = 64
+) -> list[list[int]]:
+    """Greedy continuations of at most ``n`` tokens (left-padded batches), cut at the first EOS."""
+    device = next(model.parameters()).device
+    out: list[list[int] | None] = [None] * len(prompts)
+    order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+    for start in range(0, len(order), batch_size):
+        batch = order[start : start + batch_size]
+        width = len(prompts[batch[0]])
+        ids = torch.full((len(batch), width), pad_id, dtype=torch.long)  # [B, T]
+        mask = torch.zeros((len(batch), width), dtype=torch.long)  # [B, T]
+        for row, i in enumerate(batch):
+            p = list(prompts[i])
+            ids[row, width - len(p) :] = torch.tensor(p)
+            mask[row, width - len(p) :] = 1
+        generated = model.generate(
+            input_ids=ids.to(device),
+            attention_mask=mask.to(device),
+            max_new_tokens=n,
+            do_sample=False,
+            pad_token_id=pad_id,
+        )[:, width:]  # [B, <= n]: finished rows are padded, all-finished batches stop early
+        for row, i in enumerate(batch):
+            tokens = generated[row].tolist()
+            if eos_id is not None and eos_id in tokens:
+                tokens = tokens[: tokens.index(eos_id)]
+            out[i] = tokens
+    return out  # type: ignore[return-value]
+
+
+class BenBenchDetector(Detector):
+    """BenBench's atomic metrics, Δ against paraphrased references, δ_train-test and instance-level flags.
+
+    Args:
+        name: Config name.
+        ngram: The n of the n-gram accuracies (5 and 10).
+        n_starts: Starting points per sample (5).
+        edit_threshold: Edit-similarity threshold of the lenient match (0.9).
+        rouge_threshold: ROUGE-L threshold of the lenient match (0.75).
+        score: Per-question score: ``ngram_<n>``, ``ngram_<n>_edit``, ``ngram_<n>_rouge`` or ``ppl``.
+        relative: Subtract the metric's mean over the reference versions per question.
+        include_train: Also score (a sample of) the training split, for δ_train-test.
+        max_samples: Items per split (random subset, Python random seed 666, as the reference code; 3000 there).
+        paraphraser: Source of references where the domain has none (an instantiated :class:`Paraphraser`).
+        batch_size: Prompts per generation batch.
+        batch_tokens: Rows x padded length per perplexity forward pass.
+    """
+
+    version = 1
+
+    def __init__(
+        self,
+        name: str = "benbench",
+        ngram: Sequence[int] = (5, 10),
+        n_starts: int = 5,
+        edit_threshold: float = 0.9,
+        rouge_threshold: float = 0.75,
+        score: str = "ngram_5",
+        relative: bool = False,
+        include_train: bool = True,
+        max_samples: int | None = 3000,
+        paraphraser: Paraphraser | None = None,
+        batch_size: int = 64,
+        batch_tokens: int = 8192,
+    ) -> None:
+        super().__init__(name)
+        self.ngram = [int(n) for n in ngram]
+        if not self.ngram or min(self.ngram) < 1:
+            raise ContamlabError(f"detector.ngram={list(ngram)}: give positive n-gram lengths")
+        self.n_starts = int(n_starts)
+        self.edit_threshold, self.rouge_threshold = float(edit_threshold), float(rouge_threshold)
+        valid = {"ppl"} | {f"ngram_{n}{v}" for n in self.ngram for v in ("", "_edit", "_rouge")}
+        if score not in valid:
+            raise ContamlabError(f"detector.score={score!r}: choose one of {', '.join(sorted(valid))}")
+        self.score_name, self.relative, self.include_train = score, bool(relative), bool(include_train)
+        self.max_samples = max_samples
+        self.paraphraser = paraphraser
+        self.batch_size, self.batch_tokens = int(batch_size), int(batch_tokens)
+
+    def params(self) -> dict[str, Any]:
+        """Everything that changes the scores."""
+        return {
+            "name": self.name,
+            "ngram": self.ngram,
+            "n_starts": self.n_starts,
+            "edit_threshold": self.edit_threshold,
+            "rouge_threshold": self.rouge_threshold,
+            "score": self.score_name,
+            "relative": self.relative,
+            "include_train": self.include_train,
+            "max_samples": self.max_samples,
+            "paraphraser": self.paraphraser.identity() if self.paraphraser is not None else None,
+        }
+
+    # -- metrics of one list of questions ----------------------------------------------------------------------------
+    def metrics(self, ctx: DetectionContext, questions: Sequence[Question | None], desc: str) -> dict[str, np.ndarray]:
+        """Per-question atomic metrics: ``ppl``, ``ngram_<n>`` (+ ``_edit``, ``_rouge``) and ``all_<n>`` flags.
+
+        Missing questions (None) get NaN everywhere.
+        """
+        tok, model = ctx.tokenizer, ctx.model
+        present = [i for i, q in enumerate(questions) if q is not None]
+        out: dict[str, np.ndarray] = {"ppl": np.full(len(questions), np.nan)}
+        # answer-only perplexity
+        texts = [f"{questions[i].question} Answer: {questions[i].solution}" for i in present]
+        ids = [list(x) for x in tok(texts, add_special_tokens=True)["input_ids"]] if texts else []
+        stats = score_sequences(
+            model, ids, tok.pad_token_id, batch_tokens=self.batch_tokens, progress=ctx.progress, desc=f"{desc} ppl"
+        )
+        for i, seq, st in zip(present, ids, stats):
+            start = answer_mask_start(tok, seq)
+            if start is not None and start < len(seq):
+                out["ppl"][i] = answer_ppl(st.logprobs, start)
+        # n-gram accuracy
+        max_pos = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+        tokens = {
+            i: list(tok(f"{questions[i].question} {questions[i].solution}", add_special_tokens=False)["input_ids"])
+            for i in present
+        }
+        for n in self.ngram:
+            jobs: list[tuple[int, int]] = []  # (question index, start)
+            for i in present:
+                starts = ngram_starts(len(tokens[i]), n, self.n_starts, max_pos)
+                jobs += [(i, s) for s in starts or []]
+            prompts = [list(tok(tok.decode(tokens[i][:s]), add_special_tokens=True)["input_ids"]) for i, s in jobs]
+            generated: list[list[int]] = []
+            bar = tqdm(total=len(prompts), desc=f"{desc} {n}-gram", unit="prompt", disable=not ctx.progress)
+            for chunk in range(0, len(prompts), self.batch_size * 8):
+                part = prompts[chunk : chunk + self.batch_size * 8]
+                generated += greedy_continuations(model, part, n, tok.pad_token_id, tok.eos_token_id, self.batch_size)
+                bar.update(len(part))
+            bar.close()
+            em, ed, rl = (np.full((len(questions), self.n_starts), np.nan) for _ in range(3))
+            slot: dict[int, int] = {}
+            for (i, s), gen in zip(jobs, generated):
+                j = slot.get(i, 0)
+                slot[i] = j + 1
+                ref_ids = tokens[i][s : s + n]
+                pred, ref = tok.decode(gen), tok.decode(ref_ids)
+                em[i, j] = float(exact_match(gen, ref_ids))
+                ed[i, j] = float(edit_similarity(pred, ref) >= self.edit_threshold)
+                rl[i, j] = float(rouge_l(ref, pred) >= self.rouge_threshold)
+            for suffix, table in (("", em), ("_edit", ed), ("_rouge", rl)):
+                scored = ~np.isnan(table).any(axis=1)
+                acc = np.full(len(questions), np.nan)
+                acc[scored] = table[scored].mean(axis=1)
+                out[f"ngram_{n}{suffix}"] = acc
+                flag = np.full(len(questions), np.nan)
+                flag[scored] = (table[scored] == 1.0).all(axis=1)
+                out[f"all_{n}{suffix}"] = flag
+        return out
+
+    # -- the job ---------------------------------------------------------------------------------------------------
+    def score(self, ctx: DetectionContext) -> DetectorOutput:
+        """Metrics on the original and reference test (and train) sets; per-question score and Δ / δ summaries."""
+        if self.paraphraser is not None and getattr(self.paraphraser, "cache_dir", "") is None:
+            self.paraphraser.cache_dir = ctx.cache_dir
+        test = list(ctx.questions)
+        splits: dict[str, list[Question]] = {"test": test}
+        if self.include_train:
+            train = list(ctx.domain.train)
+            if self.max_samples is not None and len(train) > int(self.max_samples):
+                train = random.Random(666).sample(train, int(self.max_samples))
+            splits["train"] = train
+        leaked = np.array([ctx.domain.split.is_leaked(q.id) for q in test])
+        per: dict[str, dict[str, Any]] = {}
+        for split, questions in splits.items():
+            refs, source = reference_versions(ctx.domain, split, questions, self.paraphraser)
+            ori = self.metrics(ctx, questions, f"benbench {split}")
+            ref_metrics = [self.metrics(ctx, version, f"benbench {split}-ref{v}") for v, version in enumerate(refs)]
+            per[split] = {"ori": ori, "refs": ref_metrics, "source": source}
+        test_ori, test_refs = per["test"]["ori"], per["test"]["refs"]
+        primary = test_ori[self.score_name]
+        raw = -np.log(primary) if self.score_name == "ppl" else primary
+        scores = raw.copy()
+        if self.relative and test_refs:
+            ref_vals = np.nanmean(np.stack([r[self.score_name] for r in test_refs]), axis=0)
+            scores = raw - (-np.log(ref_vals) if self.score_name == "ppl" else ref_vals)
+        groups = {"test": np.ones(len(test), bool), "test_leaked": leaked, "test_unleaked": ~leaked}
+        summary: dict[str, Any] = {}
+        for group, mask in groups.items():
+            summary[group] = _summarise(test_ori, test_refs, mask)
+        if "train" in per:
+            summary["train"] = _summarise(per["train"]["ori"], per["train"]["refs"], None)
+        deltas = {}
+        for metric in summary["test"]:
+            d_test = summary["test"][metric]["delta"]
+            d_train = summary.get("train", {}).get(metric, {}).get("delta")
+            d_seen, d_unseen = summary["test_leaked"][metric]["delta"], summary["test_unleaked"][metric]["delta"]
+            deltas[metric] = {
+                "delta_train_test": None if d_train is None or d_test is None else d_train - d_test,
+                "delta_seen_unseen": None if d_seen is None or d_unseen is None else d_seen - d_unseen,
+            }
+        flags = {
+            key: {
+                group: int(np.nansum(test_ori[key][mask]))
+                for group, mask in (("test", groups["test"]), ("leaked", leaked), ("unleaked", ~leaked))
+            }
+            for key in test_ori
+            if key.startswith("all_")
+        }
+        primary_summary = summary["test"][self.score_name]
+        dataset = primary_summary["delta"] if primary_summary["delta"] is not None else primary_summary["ori"]
+        columns = {k: list(v) for k, v in test_ori.items()}
+        for v, ref in enumerate(test_refs):
+            columns[f"ref{v}_{self.score_name}"] = list(ref[self.score_name])
+        return DetectorOutput(
+            [float(s) for s in scores],
+            dataset,
+            columns,
+            {
+                "summary": summary,
+                "deltas": deltas,
+                "instance_flags": flags,
+                "reference_source": {split: p["source"] for split, p in per.items()},
+                "dataset_score_is": "delta_test_percent" if primary_summary["delta"] is not None else "mean",
+                "dropped": int(np.isnan(primary).sum()),
+            },
+        )
+
+
+def _mean(values: np.ndarray, mask: np.ndarray | None) -> float | None:
+    picked = values if mask is None else values[mask]
+    picked = picked[~np.isnan(picked)]
+    return float(picked.mean()) if picked.size else None
+
+
+def relative_delta(metric: str, ori: float | None, ref: float | None) -> float | None:
+    """Δ in percent, positive = the original is more predictable than its references.
+
+    Accuracies: (ori - ref) / ref x 100; perplexity: (ref - ori) / ori x 100. None when undefined.
+    """
+    if ori is None or ref is None:
+        return None
+    if metric == "ppl":
+        return (ref - ori) / ori * 100.0 if ori > 0 else None
+    return (ori - ref) / ref * 100.0 if ref > 0 else None
+
+
+def _summarise(ori: dict[str, np.ndarray], refs: list[dict[str, np.ndarray]], mask: np.ndarray | None) -> dict:
+    out = {}
+    for metric, values in ori.items():
+        if metric.startswith("all_"):
+            continue
+        m_ori = _mean(values, mask)
+        ref_means = [_mean(r[metric], mask) for r in refs]
+        ref_means = [r for r in ref_means if r is not None]
+        m_ref = float(np.mean(ref_means)) if ref_means else None
+        out[metric] = {"ori": m_ori, "ref": m_ref, "delta": relative_delta(metric, m_ori, m_ref)}
+    return out

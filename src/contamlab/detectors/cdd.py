@@ -1,0 +1,71 @@
+"""CDD: Contamination Detection via output Distribution (Dong et al. 2024, ACL Findings §3; baselines spec §1).
+
+A model that memorised a question answers it the same way every time: the edit distances of its samples to the greedy
+output pile up near zero. Peak(x) = share of samples within ``alpha * l`` token edits of the greedy output (l = the
+longest of the 100-token-truncated sequences); x is flagged iff Peak > ``xi``. Non-code task rule: the continuation is
+cut at the domain's stop markers, stripped and re-tokenised without special tokens. The samples are the sampler's
+cached ones (identity strategy), shared with every other job on the same model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from contamlab.decoding.ted import cdd_peakedness
+from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput
+from contamlab.errors import ContamlabError
+
+
+def cdd_flag(peak: float, xi: float = 0.01) -> bool:
+    """CDD's decision: contaminated iff Peak > ξ (strict)."""
+    return peak > xi
+
+
+class CDDDetector(Detector):
+    """CDD on the cached greedy output and m samples per question.
+
+    Args:
+        name: Config name.
+        alpha: Relative edit-distance threshold (0.05; 0 in CDD's real-world mode).
+        xi: Flag threshold on Peak (0.01; 0.2 in the real-world mode).
+        max_tokens: Truncation of every sequence before the edit distance (100).
+    """
+
+    def __init__(self, name: str = "cdd", alpha: float = 0.05, xi: float = 0.01, max_tokens: int = 100) -> None:
+        super().__init__(name)
+        if alpha < 0 or not 0 <= xi <= 1:
+            raise ContamlabError(f"detector.alpha={alpha}, detector.xi={xi}: need alpha >= 0 and 0 <= xi <= 1")
+        self.alpha, self.xi, self.max_tokens = float(alpha), float(xi), int(max_tokens)
+
+    def params(self) -> dict[str, Any]:
+        """alpha, xi and the truncation."""
+        return {"name": self.name, "alpha": self.alpha, "xi": self.xi, "max_tokens": self.max_tokens}
+
+    def _ids(self, ctx: DetectionContext, text: str) -> list[int]:
+        clean = ctx.domain.format.truncate(text).strip()
+        return list(ctx.tokenizer(clean, add_special_tokens=False)["input_ids"])[: self.max_tokens]
+
+    def score(self, ctx: DetectionContext) -> DetectorOutput:
+        """Peak per question (the score), flagged share per dataset."""
+        if ctx.samples is None:
+            raise ContamlabError("detector=cdd needs the sampler's samples; run it through evaluate.py")
+        _, samples, _ = ctx.samples()
+        by_id = {s.id: s for s in samples}
+        peaks, flags = [], []
+        for q in ctx.questions:
+            row = by_id[q.id]
+            if not row.m:
+                raise ContamlabError("detector=cdd: no samples per question (set m >= 1)")
+            greedy = self._ids(ctx, row.greedy_text)
+            sampled = [self._ids(ctx, t) for t in row.sample_texts]
+            peak = cdd_peakedness(sampled, greedy, self.alpha, self.max_tokens)
+            peaks.append(peak)
+            flags.append(cdd_flag(peak, self.xi))
+        return DetectorOutput(
+            peaks,
+            float(np.mean(flags)),
+            {"cdd_flag": [int(f) for f in flags]},
+            {"mean_peak": float(np.mean(peaks)), "m": samples[0].m if samples else 0},
+        )

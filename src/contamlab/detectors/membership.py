@@ -1,0 +1,112 @@
+"""Membership-inference baselines' shared pass: one cached, batched forward pass serves Loss, Zlib, Min-K%, Min-K%++.
+
+detection.md §3: each baseline is a function of the per-token log-probs ℓ_t of the whole text (Min-K%++ also of the
+vocabulary moments μ_t, σ_t). The token statistics are computed once per (model, texts) and cached as parquet, so a
+grid ``detector=loss,zlib,mink,minkpp`` runs the model once. Dataset-level score = the mean per-sample score
+(CoDeC's protocol for baselines).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput, question_text
+from contamlab.detectors.scoring import TokenStats, score_sequences
+from contamlab.io import content_hash
+
+STATS_VERSION = 1
+
+
+def _save_stats(path: Path, stats: Sequence[TokenStats]) -> None:
+    table = pa.table(
+        {
+            "logprobs": pa.array([s.logprobs.tolist() for s in stats], pa.list_(pa.float32())),
+            "mu": pa.array([s.mu.tolist() for s in stats], pa.list_(pa.float32())),
+            "sigma": pa.array([s.sigma.tolist() for s in stats], pa.list_(pa.float32())),
+        }
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _load_stats(path: Path, n: int) -> list[TokenStats] | None:
+    try:
+        table = pq.read_table(path).to_pydict()
+    except (OSError, pa.ArrowException):
+        return None
+    if len(table.get("logprobs", [])) != n:
+        return None
+    return [
+        TokenStats(np.asarray(lp, np.float32), np.asarray(mu, np.float32), np.asarray(sd, np.float32))
+        for lp, mu, sd in zip(table["logprobs"], table["mu"], table["sigma"])
+    ]
+
+
+def token_stats(ctx: DetectionContext, texts: Sequence[str], batch_tokens: int = 8192) -> list[TokenStats]:
+    """Per-token log-probs and vocabulary moments of ``texts`` under the context's model (cached by content)."""
+    key = {"v": STATS_VERSION, "model": ctx.model_key, "texts": content_hash(list(texts), 24)}
+    path = Path(ctx.cache_dir) / "token_stats" / f"{content_hash(key)}.parquet" if ctx.cache_dir else None
+    if path is not None and path.is_file():
+        cached = _load_stats(path, len(texts))
+        if cached is not None:
+            return cached
+    tokenizer = ctx.tokenizer
+    ids = [list(x) for x in tokenizer(list(texts), add_special_tokens=True)["input_ids"]]
+    stats = score_sequences(
+        ctx.model, ids, tokenizer.pad_token_id, moments=True, batch_tokens=batch_tokens, progress=ctx.progress
+    )
+    if path is not None:
+        _save_stats(path, stats)
+    return stats
+
+
+class MembershipDetector(Detector):
+    """Base of the per-sample baselines: score every text from its token statistics.
+
+    Args:
+        name: Config name.
+        text: What is scored: ``document`` (question block + reference response, the default: the whole training
+            text), ``question`` or ``answer``.
+        batch_tokens: Rows x padded length per forward pass.
+    """
+
+    def __init__(self, name: str, text: str = "document", batch_tokens: int = 8192) -> None:
+        super().__init__(name)
+        self.text = text
+        self.batch_tokens = int(batch_tokens)
+
+    def params(self) -> dict:
+        """Name and text mode (the batch size does not change scores)."""
+        return {"name": self.name, "text": self.text}
+
+    def sample_score(self, stats: TokenStats, text: str) -> float:
+        """One sample's score, higher = more likely a member."""
+        raise NotImplementedError
+
+    def score(self, ctx: DetectionContext) -> DetectorOutput:
+        """Score every question from one shared forward pass."""
+        texts = [question_text(ctx.domain, q, self.text) for q in ctx.questions]
+        stats = token_stats(ctx, texts, self.batch_tokens)
+        scores = [self.sample_score(s, t) if len(s.logprobs) else math.nan for s, t in zip(stats, texts)]
+        finite = [s for s in scores if not math.isnan(s)]
+        return DetectorOutput(
+            scores,
+            float(np.mean(finite)) if finite else None,
+            {"n_tokens": [len(s.logprobs) for s in stats]},
+            {"dropped": len(scores) - len(finite)},
+        )

@@ -1,0 +1,56 @@
+"""Min-K% Prob (Shi et al., ICLR 2024, arXiv 2310.16789; detection.md §3).
+
+Sort the token log-probs ascending and average the lowest ``max(1, floor(k·T))``: a seen text has few very unlikely
+tokens. Default k = 20%.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from contamlab.detectors.membership import MembershipDetector
+from contamlab.detectors.scoring import TokenStats
+from contamlab.errors import ContamlabError
+
+
+def lowest_k_mean(values: np.ndarray, k: float) -> float:
+    """Mean of the lowest ``max(1, floor(k·T))`` of ``values`` (T = their number)."""
+    if values.size == 0:
+        raise ValueError("lowest_k_mean: no values")
+    count = max(1, math.floor(k * values.size))
+    return float(np.mean(np.sort(values.astype(np.float64))[:count]))
+
+
+def mink_score(logprobs: np.ndarray, k: float = 0.2) -> float:
+    """Min-K% score of one text; higher = more likely seen."""
+    return lowest_k_mean(logprobs, k)
+
+
+def check_k(k: float) -> float:
+    """Validate the fraction k (0 < k <= 1)."""
+    if not 0.0 < float(k) <= 1.0:
+        raise ContamlabError(f"detector.k={k}: must be a fraction in (0, 1]")
+    return float(k)
+
+
+class MinKDetector(MembershipDetector):
+    """Min-K% Prob.
+
+    Args:
+        k: Fraction of the lowest-probability tokens averaged.
+        **kwargs: See :class:`MembershipDetector`.
+    """
+
+    def __init__(self, name: str, k: float = 0.2, **kwargs) -> None:
+        super().__init__(name, **kwargs)
+        self.k = check_k(k)
+
+    def params(self) -> dict:
+        """Name, text mode and k."""
+        return {**super().params(), "k": self.k}
+
+    def sample_score(self, stats: TokenStats, text: str) -> float:
+        """Mean of the lowest k-fraction of token log-probs."""
+        return mink_score(stats.logprobs, self.k)

@@ -1,0 +1,142 @@
+"""Figure 1 diagnostics, figures and the report on hand-made inputs."""
+
+import json
+import os
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from contamlab.analysis import diagnostics, figures, report
+from contamlab.decoding.samples import QuestionSamples
+
+
+class BigramLM(torch.nn.Module):
+    """Logits at each position depend only on the current token: row ``table[token]``."""
+
+    def __init__(self, table: torch.Tensor) -> None:
+        super().__init__()
+        self.table = torch.nn.Parameter(table.float(), requires_grad=False)
+
+    def forward(self, input_ids, attention_mask=None):
+        return type("Out", (), {"logits": self.table[input_ids]})()  # [B, T, V]
+
+
+def test_divergence_ranks_by_hand():
+    # vocab 5; after token t the model prefers: 0 -> 1, 1 -> 2, 2 -> 3, 3 -> 4, 4 -> 0 (values: rank order by row)
+    table = torch.tensor(
+        [
+            [0.0, 9.0, 8.0, 7.0, 6.0],  # after 0: ranks 1:1, 2:2, 3:3, 4:4, 0:5
+            [0.0, 1.0, 9.0, 5.0, 4.0],  # after 1: 2 is argmax; 3 has rank 2; 4 rank 3
+            [0.0, 0.0, 0.0, 9.0, 0.0],  # after 2: 3 argmax; ties at 0 -> rank of any other = 2
+            [9.0, 0.0, 0.0, 0.0, 8.0],  # after 3: 0 argmax, 4 rank 2
+            [5.0, 4.0, 3.0, 2.0, 1.0],
+        ]
+    )
+    model = BigramLM(table)
+    prompts = [[0], [0, 1]]
+    clean = [
+        [1, 3, 4, 0],  # after 0 -> 1 agree; after 1 -> 3 rank 2; after 3 -> 4 rank 2; after 4 -> 0 agree
+        [4, 4],  # after 1 -> 4 rank 3; after 4 -> 4 rank 5
+    ]
+    ranks = diagnostics.divergence_ranks(model, prompts, clean, max_steps=10, batch_size=2, pad_id=0)
+    assert ranks == [[2, 2], [3, 5]]
+    assert diagnostics.divergence_ranks(model, prompts, clean, max_steps=1, batch_size=1) == [[2], [3]]
+
+
+def test_divergence_ranks_ignore_padding():
+    table = torch.randn(7, 7, generator=torch.Generator().manual_seed(0))
+    model = BigramLM(table)
+    prompts, clean = [[1, 2, 3], [4]], [[5, 6, 1], [2, 2, 2, 2, 2]]
+    together = diagnostics.divergence_ranks(model, prompts, clean, batch_size=2, pad_id=6)
+    alone = [diagnostics.divergence_ranks(model, [p], [c], batch_size=1)[0] for p, c in zip(prompts, clean)]
+    assert together == alone
+
+
+def test_rouge_to_greedy_and_summary():
+    rows = [
+        QuestionSamples("a", [1], "she has 12 apples", True, [[1], [2]], ["she has 12 apples", "cats sleep"]),
+        QuestionSamples("b", [1], "x y z", False, [[1]], ["x y"]),
+    ]
+    rouge = diagnostics.rouge_to_greedy(rows)
+    assert rouge[0] == [pytest.approx(1.0), 0.0]
+    assert rouge[1][0] == pytest.approx(2 * (1.0 * 2 / 3) / (1.0 + 2 / 3))  # P = 1, R = 2/3
+    summary = diagnostics.figure1_summary(rouge, [[2, 3], [2, 2, 9]], [True, False])
+    assert summary["leaked"]["rouge_l_mean"] == pytest.approx(0.5)
+    assert summary["leaked"]["rank2_share"] == 0.5 and summary["unleaked"]["divergence_steps"] == 3
+    assert summary["unleaked"]["rank_median"] == 2.0
+
+
+def _result(strategy: dict, sa_ppg: float, g_ap_value: float, domain: str = "arith") -> dict:
+    values = {
+        "sa_ppg": sa_ppg,
+        "a_ppg": sa_ppg,
+        "g_app": g_ap_value / 2,
+        "g_ap": g_ap_value,
+        "delta_plus": sa_ppg / 2,
+        "delta_minus": sa_ppg / 2,
+        "s_delta_plus": sa_ppg / 4,
+        "s_delta_minus": 3 * sa_ppg / 4,
+    }
+    return {
+        "config": {"model": {"name": "tiny"}, "domain": {"name": domain}},
+        "strategy": strategy,
+        "counts": {"m": 16, "questions": 200},
+        "metrics": {g: {"values": values, "ci": {"sa_ppg": [sa_ppg - 0.01, sa_ppg + 0.01]}} for g in ("all", "leaked")},
+    }
+
+
+def _write(root, name, result, age=0.0):
+    path = root / name / "results.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(result))
+    stamp = time.time() - age
+    os.utime(path, (stamp, stamp))
+
+
+def test_report_tables_rank_reversal_ablation_and_dedup(tmp_path):
+    railcap = {"name": "railcap", "n": 4, "mode": "cap", "duplicates": "all"}
+    _write(tmp_path / "t1", "0", _result({"name": "identity"}, 0.30, 0.30))
+    _write(tmp_path / "t1", "1", _result({"name": "lne", "beta": 2.0}, 0.29, 0.02))
+    _write(tmp_path / "t1", "2", _result(railcap, 0.19, 0.07))
+    _write(tmp_path / "t1", "3", _result({"name": "all_zero"}, 0.50, 0.40))
+    _write(tmp_path / "t1", "4", _result({"name": "identity"}, 0.30, 0.30, domain="arith_pq"))
+    for n in (1, 2):
+        _write(tmp_path / "t4", f"n{n}", _result({**railcap, "n": n}, 0.2 + n / 10, 0.1))
+    _write(tmp_path / "t4", "ban", _result({**railcap, "mode": "ban"}, 0.22, 0.1))
+    _write(tmp_path / "t4", "old", _result(railcap, 0.99, 0.99), age=3600)  # older duplicate: ignored
+    text = report.build_report(tmp_path)
+    assert "### Table 1" in text and "### Table 2" in text and "### Table 4" in text and "Table 3" in text
+    table1 = text.split("### Table 1")[1].split("###")[0]
+    # G-AP ranks LNE first, SA-PPG ranks RailCap first: the rank reversal
+    assert "| lne | 0.0200 |" in table1 and "| railcap | 0.0700" in table1
+    lne_row = next(line for line in table1.splitlines() if line.startswith("| lne"))
+    assert lne_row.split("|")[3].strip() == "1" and lne_row.split("|")[5].strip() == "2"
+    table4 = text.split("### Table 4")[1].split("##")[0]
+    table4_rows = [line for line in table4.splitlines() if line.startswith("| ")][1:]
+    assert [line.split("|")[1].strip() for line in table4_rows[:4]] == [
+        "n = 1",
+        "n = 2",
+        "n = 4",
+        "n = 4, ban",
+    ]
+    assert "0.9900" not in text  # the stale duplicate lost to the newer job
+    assert "| All-Zero | 0.5000" in table4
+    assert (tmp_path / "figures" / "table1_tiny_arith.png").stat().st_size > 1000
+    assert (tmp_path / "figures" / "table4_tiny_arith.png").exists()
+    assert report.write_report(tmp_path / "empty_dir_that_does_not_exist") is None
+
+
+def test_figures_write_pngs(tmp_path):
+    rng = np.random.default_rng(0)
+    a, b = rng.random((30, 8)) < 0.4, rng.random((30, 8)) < 0.4
+    assert figures.figure2(a, b, tmp_path / "f2.png").stat().st_size > 1000
+    rouge = [list(rng.random(4)) for _ in range(6)]
+    ranks = [[2, 3], [2], [], [15], [2, 2], [4]]
+    assert figures.figure1(rouge, ranks, [True, False] * 3, tmp_path / "f1.png").stat().st_size > 1000
+    per_bin = [
+        {"bin": 0, "lo": 0.0, "hi": 0.1, "n": 3, "mean_delta_plus": 0.2, "mean_delta_minus": 0.1},
+        {"bin": 5, "lo": 0.5, "hi": 0.6, "n": 2, "mean_delta_plus": 0.0, "mean_delta_minus": 0.3},
+    ]
+    assert figures.per_bin_figure(per_bin, tmp_path / "pb.png").stat().st_size > 1000

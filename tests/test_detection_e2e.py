@@ -1,0 +1,54 @@
+"""The real evaluate.py with strategy=none and a detector, on the tiny trained world."""
+
+import csv
+import json
+
+import pytest
+from e2e import evaluate
+
+from contamlab.detectors.report import detector_table
+
+
+@pytest.mark.parametrize(
+    ("detector", "extra"),
+    [
+        ("loss", []),
+        ("minkpp", []),
+        ("codec", ["detector.seeds=[0,1]", "detector.skip_first=2"]),
+        ("cdd", []),
+        ("benbench", ["detector.max_samples=10", "detector.ngram=[5]"]),
+    ],
+)
+def test_detection_only_job(trained, detector, extra):
+    tmp, _, _ = trained
+    tag = f"detect-{detector}"
+    result = evaluate(tmp, "strategy=none", f"detector={detector}", *extra, tag=tag)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = tmp / "runs" / tag
+    results = json.loads((out / "results.json").read_text())
+    det = results["detection"]
+    assert det["detector"]["name"] == detector
+    assert det["counts"] == {**det["counts"], "questions": 20, "leaked": 10, "unleaked": 10}
+    for stage in ("contaminated", "clean"):
+        entry = det[stage]
+        assert entry["n_scored"] > 0 and "dataset_score" in entry
+        if entry["auroc"] is not None:
+            assert 0.0 <= entry["auroc"] <= 1.0 and 0.0 <= entry["tpr_at_5fpr"] <= 1.0
+    if detector in ("loss", "minkpp", "cdd"):
+        assert det["contaminated"]["auroc"] is not None and det["contaminated"]["n_scored"] == 20
+    rows = list(csv.DictReader((out / "detection_per_question.csv").open()))
+    assert len(rows) == 20 and {"id", "leaked", "score_contaminated", "score_clean"} <= set(rows[0])
+    assert f"| {detector} | tiny | arith |" in detector_table([results])
+    # a second run reads the cached scores
+    again = evaluate(tmp, "strategy=none", f"detector={detector}", *extra, tag=tag + "-again")
+    assert again.returncode == 0, again.stderr
+    cached = json.loads((tmp / "runs" / (tag + "-again") / "results.json").read_text())["detection"]
+    assert cached["contaminated"]["cached"] and cached["contaminated"]["auroc"] == det["contaminated"]["auroc"]
+
+
+def test_detector_with_strategy_adds_detection(trained):
+    tmp, _, _ = trained
+    result = evaluate(tmp, "strategy=identity", "detector=zlib", tag="detect-with-strategy")
+    assert result.returncode == 0, result.stdout + result.stderr
+    results = json.loads((tmp / "runs" / "detect-with-strategy" / "results.json").read_text())
+    assert "metrics" in results and results["detection"]["detector"]["name"] == "zlib"

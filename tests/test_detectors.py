@@ -1,0 +1,277 @@
+"""Detectors on hand-made log-prob vectors and a tiny random model: formulas, alignment, batching, evaluation."""
+
+import math
+import zlib
+
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import roc_auc_score
+
+from contamlab.data.question import Question
+from contamlab.detectors import benbench, codec, scoring
+from contamlab.detectors.cdd import CDDDetector, cdd_flag
+from contamlab.detectors.evaluation import roc_metrics
+from contamlab.detectors.loss import loss_score
+from contamlab.detectors.mink import mink_score
+from contamlab.detectors.minkpp import minkpp_score
+from contamlab.detectors.paraphrase import OpenAIParaphraser, preserves_numbers
+from contamlab.detectors.report import detector_table
+from contamlab.detectors.zlib import zlib_entropy, zlib_score
+from contamlab.models.tiny import build_tiny_model, train_tokenizer
+
+TEXTS = [
+    "Question: Mia has 12 stickers. She buys 7 more. How many stickers does Mia have now?",
+    "Answer: Mia has 12 + 7 = <<12+7=19>>19 stickers.\n#### 19",
+    "Leo owns 5 boxes with 4 apples each. How many apples does he have?",
+    "Taking away 3 leaves 15 - 3 = <<15-3=12>>12 beads.",
+] * 20
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return train_tokenizer(TEXTS, vocab_size=300)
+
+
+@pytest.fixture(scope="module")
+def model(tok):
+    return build_tiny_model(len(tok), hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64).eval()
+
+
+class BosTokenizer:
+    """A word-level tokenizer that adds BOS (id 1), like Llama's, to check the CoDeC alignment."""
+
+    def __init__(self):
+        self.vocab = {}
+
+    def _ids(self, text):
+        return [self.vocab.setdefault(w, len(self.vocab) + 10) for w in text.replace("\n", " \n ").split(" ") if w]
+
+    def __call__(self, text, add_special_tokens=True):
+        if isinstance(text, list):
+            return {"input_ids": [self(t, add_special_tokens)["input_ids"] for t in text]}
+        return {"input_ids": ([1] if add_special_tokens else []) + self._ids(text)}
+
+
+# -- CoDeC ----------------------------------------------------------------------------------------------------------
+def test_codec_per_sample_rule_and_window():
+    a = np.array([-9.0] * 10 + [-1.0, -1.0, -1.0, -50.0])  # first 10 and the last one are skipped
+    b = np.array([0.0] * 10 + [-2.0, -2.0, -2.0, 0.0])
+    assert codec.codec_delta(a, b) == pytest.approx(1.0)  # mean(a) - mean(b) = -1 - (-2)
+    assert codec.codec_label(codec.codec_delta(a, b)) == 1  # confidence dropped in context: seen
+    assert codec.codec_label(codec.codec_delta(b, a)) == 0
+    assert codec.codec_label(0.0) == 0  # a tie gives 0
+    assert codec.codec_delta(np.zeros(11), np.zeros(11)) is None  # L_a - 1 <= 10: dropped
+    assert codec.codec_delta(np.zeros(12), np.zeros(12)) == 0.0
+    with pytest.raises(ValueError):
+        codec.codec_delta(np.zeros(12), np.zeros(13))
+
+
+def test_codec_contexts_never_the_target_and_seeded():
+    draws = codec.draw_contexts(5, 2, seed=3)
+    assert all(i not in d and len(set(d)) == 2 for i, d in enumerate(draws))
+    assert draws == codec.draw_contexts(5, 2, seed=3)
+    assert codec.truncate_sample("ab cd ef", max_chars=6) == "ab cd"  # cut, then the cut-off word dropped
+
+
+@pytest.mark.parametrize("bos", [False, True])
+def test_codec_token_join_scores_the_same_target_ids(tok, bos):
+    tokenizer = BosTokenizer() if bos else tok
+    target, contexts = TEXTS[0], [TEXTS[2], TEXTS[3]]
+    plain = tokenizer(target, add_special_tokens=True)["input_ids"]
+    ids, n_target = codec.context_ids(tokenizer, target, contexts)
+    assert n_target == len(plain) - 1
+    # the last n_target positions of the joined input predict exactly the target's ids after its first one
+    assert ids[-n_target:] == plain[1:]
+    assert ids[0] == (1 if bos else tokenizer(contexts[0], add_special_tokens=False)["input_ids"][0])
+
+
+def test_codec_scores_on_tiny_model(tok, model):
+    from contamlab.detectors.base import DetectionContext
+
+    class Dom:
+        def __init__(self):
+            self.split = type("S", (), {"is_leaked": staticmethod(lambda i: i.endswith("0"))})()
+
+    qs = [Question(f"q{i}", TEXTS[i % 4] + f" Extra words number {i}.", "", "0") for i in range(6)]
+    ctx = DetectionContext(Dom(), qs, "tiny", lambda: (model, tok))
+    for join in ("tokens", "string"):
+        out = codec.CoDeCDetector(seeds=[0, 1], join=join).score(ctx)
+        kept = [s for s in out.scores if not math.isnan(s)]
+        assert out.extra["kept"] == len(kept) and out.extra["dropped_too_short"] == 6 - len(kept)
+        assert 0.0 <= out.dataset_score <= 1.0
+
+
+# -- batched scoring ------------------------------------------------------------------------------------------------
+def _direct_logprobs(model, ids):
+    with torch.no_grad():
+        logits = model(torch.tensor([ids])).logits[0].float()  # [T, V]
+    logp = torch.log_softmax(logits, -1)
+    lp = logp[:-1].gather(-1, torch.tensor(ids[1:])[:, None])[:, 0]
+    p = logp.exp()
+    mu = (p * logp).sum(-1)[:-1]
+    sigma = ((p * logp * logp).sum(-1)[:-1] - mu**2).clamp_min(0).sqrt()
+    return lp.numpy(), mu.numpy(), sigma.numpy()
+
+
+def test_batched_chunked_scoring_matches_direct(tok, model):
+    seqs = [tok(t)["input_ids"] for t in TEXTS[:4]] + [[5]]
+    stats = scoring.score_sequences(model, seqs, tok.pad_token_id, moments=True, batch_tokens=64, logit_elements=700)
+    assert [len(s.logprobs) for s in stats] == [len(s) - 1 for s in seqs]  # never scores padding
+    for seq, st in zip(seqs[:4], stats):
+        lp, mu, sigma = _direct_logprobs(model, seq)
+        np.testing.assert_allclose(st.logprobs, lp, atol=1e-4)
+        np.testing.assert_allclose(st.mu, mu, atol=1e-4)
+        np.testing.assert_allclose(st.sigma, sigma, atol=1e-4)
+
+
+def test_fallback_path_matches_chunked_head(tok, model, monkeypatch):
+    seqs = [tok(t)["input_ids"] for t in TEXTS[:4]]
+    chunked = scoring.score_sequences(model, seqs, tok.pad_token_id)
+    monkeypatch.setattr(scoring, "_plain", lambda m: None)
+    full = scoring.score_sequences(model, seqs, tok.pad_token_id)
+    for a, b in zip(chunked, full):
+        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-5)
+
+
+# -- membership baselines -------------------------------------------------------------------------------------------
+def test_mink_and_minkpp_against_direct_formulas():
+    lp = np.array([-1.0, -5.0, -2.0, -0.5, -3.0, -0.1, -0.2, -0.3, -0.4, -0.6])
+    assert loss_score(lp) == pytest.approx(lp.mean())
+    assert mink_score(lp, 0.2) == pytest.approx((-5.0 - 3.0) / 2)  # floor(0.2 * 10) = 2 lowest
+    assert mink_score(lp, 0.05) == pytest.approx(-5.0)  # at least one token
+    assert mink_score(lp, 1.0) == pytest.approx(lp.mean())
+    mu = np.full(10, -1.0)
+    sigma = np.array([1.0, 2.0, 1.0, 1.0, 4.0, 1.0, 1.0, 1.0, 1.0, 0.0])
+    z = (lp - mu) / np.maximum(sigma, 1e-6)  # [-0, -2, -1, 0.5, -0.5, 0.9, 0.8, 0.7, 0.6, 4e5]
+    assert minkpp_score(lp, mu, sigma, 0.2) == pytest.approx(np.sort(z)[:2].mean())
+    assert minkpp_score(lp, mu, sigma, 0.2) == pytest.approx((-2.0 - 1.0) / 2)
+
+
+def test_zlib_counts_bytes():
+    text = "ééé naïve café " * 3
+    assert zlib_entropy(text) == len(zlib.compress(text.encode("utf-8")))
+    lp = np.array([-2.0, -4.0])
+    assert zlib_score(lp, text) == pytest.approx(-3.0 / len(zlib.compress(text.encode("utf-8"))))
+
+
+# -- BenBench -------------------------------------------------------------------------------------------------------
+def test_ngram_starting_points():
+    assert benbench.ngram_starts(20, 5) == [2, 5, 8, 11, 15]  # linspace(2, 15, 5) truncated; last n-gram ends at L
+    assert benbench.ngram_starts(20, 5, max_positions=12) == [2, 3, 4, 5, 7]
+    assert benbench.ngram_starts(6, 5) is None  # L - n - 1 <= 0: skipped
+    assert benbench.ngram_starts(7, 5) == [2, 2, 2, 2, 2]  # short samples repeat a start
+
+
+def test_exact_match_and_lenient_scores():
+    assert benbench.exact_match([1, 2, 3], [1, 2, 3]) and not benbench.exact_match([1, 2], [1, 2, 3])
+    assert benbench.edit_similarity("abcd", "abcx") == pytest.approx(0.75)
+    assert benbench.edit_similarity("", "") == 1.0
+    assert benbench.rouge_l("the cats sat", "the cat sat") == pytest.approx(1.0)  # stemmer on
+    assert benbench.find_sublist([5, 1, 2, 1, 2], [1, 2]) == 1 and benbench.find_sublist([1], [2]) == -1
+    assert benbench.answer_ppl(np.log(np.array([0.1, 0.5, 0.5])), 2) == pytest.approx(2.0)
+    assert benbench.relative_delta("ngram_5", 0.6, 0.4) == pytest.approx(50.0)
+    assert benbench.relative_delta("ppl", 2.0, 3.0) == pytest.approx(50.0)
+    assert benbench.relative_delta("ngram_5", 0.6, 0.0) is None
+
+
+def test_greedy_continuations_batched_equal_single(tok, model):
+    prompts = [tok(t)["input_ids"][:k] for t, k in zip(TEXTS[:4], (3, 7, 5, 9))]
+    batched = benbench.greedy_continuations(model, prompts, 5, tok.pad_token_id, tok.eos_token_id, batch_size=4)
+    single = [benbench.greedy_continuations(model, [p], 5, tok.pad_token_id, tok.eos_token_id)[0] for p in prompts]
+    assert batched == single
+    for p, gen in zip(prompts, single):  # greedy: each token is the argmax after the prompt + earlier tokens
+        ids = list(p)
+        for t in gen:
+            with torch.no_grad():
+                assert int(model(torch.tensor([ids])).logits[0, -1].argmax()) == t
+            ids.append(t)
+
+
+# -- CDD ------------------------------------------------------------------------------------------------------------
+def test_cdd_peakedness_and_flag():
+    from contamlab.decoding.samples import QuestionSamples
+    from contamlab.detectors.base import DetectionContext
+
+    class Fmt:
+        @staticmethod
+        def truncate(text):
+            return text.split("\nQuestion:")[0]
+
+    class Dom:
+        format = Fmt()
+
+    class WordTok:
+        def __call__(self, text, add_special_tokens=False):
+            return {"input_ids": [hash(w) % 1000 for w in text.split()]}
+
+    greedy = " ".join(str(i) for i in range(20))
+    near = " ".join(str(i) for i in range(19)) + " x"  # 1 edit of 20 tokens: 1 <= 0.05 * 20
+    far = "a b c d"
+    rows = [
+        QuestionSamples("q0", [], greedy + "\nQuestion: next", True, [[]] * 4, [greedy, near, far, far], [True] * 4),
+        QuestionSamples("q1", [], far, True, [[]] * 2, [greedy, greedy], [True] * 2),
+    ]
+    qs = [Question("q0", "", "", "0"), Question("q1", "", "", "0")]
+    ctx = DetectionContext(Dom(), qs, "x", lambda: (None, WordTok()), samples=lambda: ([], rows, {}))
+    out = CDDDetector(alpha=0.05, xi=0.01).score(ctx)
+    assert out.scores == [0.5, 0.0]  # q0: greedy + near within 1 edit; q1: none within 0.05 * 20
+    assert out.columns["cdd_flag"] == [1, 0] and out.dataset_score == 0.5
+    assert cdd_flag(0.01, 0.01) is False and cdd_flag(0.02, 0.01) is True
+
+
+# -- evaluation and report ------------------------------------------------------------------------------------------
+def test_roc_metrics_against_sklearn():
+    rng = np.random.default_rng(0)
+    labels = rng.random(200) < 0.5
+    scores = rng.normal(size=200) + labels * 1.0
+    out = roc_metrics(scores, labels)
+    assert out["auroc"] == pytest.approx(roc_auc_score(labels, scores))
+    # hand-made: positives 0.9, 0.8, 0.3; negatives 0.7, 0.2, 0.1
+    hand = roc_metrics([0.9, 0.8, 0.3, 0.7, 0.2, 0.1, float("nan")], [1, 1, 1, 0, 0, 0, 1])
+    assert hand["auroc"] == pytest.approx(8 / 9)
+    assert hand["tpr_at_5fpr"] == pytest.approx(2 / 3)  # before the first negative
+    assert hand["fpr_at_95tpr"] == pytest.approx(1 / 3)  # all positives caught once 0.7 is passed
+    assert hand["n_unscored"] == 1 and hand["n_scored"] == 6
+    assert roc_metrics([0.1, 0.2], [1, 1])["auroc"] is None
+
+
+def test_detector_table():
+    result = {
+        "config": {"model": {"name": "tiny"}, "domain": {"name": "arith"}},
+        "detection": {
+            "detector": {"name": "loss"},
+            "contaminated": {"auroc": 0.9, "tpr_at_5fpr": 0.5, "fpr_at_95tpr": 0.3, "dataset_score": -0.3},
+            "clean": {"auroc": 0.5, "dataset_score": -0.4},
+        },
+    }
+    table = detector_table([result, {"metrics": {}}])
+    assert table.splitlines()[0].startswith("| detector | model | domain | AUROC contaminated | AUROC clean |")
+    assert "| loss | tiny | arith | 0.900 | 0.500 | 0.500 | 0.300 | -0.300 | -0.400 |" in table
+    assert detector_table([]) == ""
+
+
+# -- paraphraser ----------------------------------------------------------------------------------------------------
+def test_paraphraser_checks_numbers_retries_and_caches(tmp_path, monkeypatch):
+    q = Question("g1", "Tom has 12 apples and buys 3 more.", "12+3=<<12+3=15>>15\n#### 15", "15")
+    replies = iter(
+        [
+            "Question: Tom owns 12 apples and gets 4 more.\nAnswer: 12+4=16\n#### 16",  # numbers changed: rejected
+            "Question: Tom owns 12 apples and purchases 3 more.\nAnswer: He has 12+3=<<12+3=15>>15.\n#### 15",
+        ]
+    )
+    calls = []
+
+    def post(url, payload, headers):
+        calls.append((url, headers))
+        return {"choices": [{"message": {"content": next(replies)}}]}
+
+    monkeypatch.setenv("MY_KEY", "secret")
+    para = OpenAIParaphraser("http://x/v1", "m", api_key_env="MY_KEY", cache_dir=str(tmp_path), post=post)
+    out = para.paraphrase(q, 0)
+    assert out.question == "Tom owns 12 apples and purchases 3 more." and preserves_numbers(q, out)
+    assert len(calls) == 2 and calls[0][0] == "http://x/v1/chat/completions"
+    assert calls[0][1]["Authorization"] == "Bearer secret"
+    assert "secret" not in str(para.identity())
+    again = OpenAIParaphraser("http://x/v1", "m", cache_dir=str(tmp_path), post=lambda *a: 1 / 0)
+    assert again.paraphrase(q, 0) == out  # served from the cache
