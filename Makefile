@@ -104,15 +104,25 @@ test-vllm: $(STAMP) $(VLLM_STAMP) ## vLLM backend = HF backend on tiny models (o
 	WANDB_MODE=$${WANDB_MODE:-disabled} VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 \
 		CONTAMLAB_HF_PYTHON=$(abspath $(PY)) $(VLLM_PY) -m pytest -q -p no:cacheprovider tests_vllm
 
-bench: $(STAMP) ## Sampling benchmark on the default world's model (ratios vs plain generate)
+bench: $(STAMP) ## Benchmarks on the default world's model: sampling, detectors, training (tables + JSON)
 	$(PY) benchmarks/sampling.py --model tiny
+	$(PY) benchmarks/detectors.py --model tiny
+	$(PY) benchmarks/training.py --model tiny
+
+bench-smollm2: $(STAMP) ## The same on SmolLM2-135M with the 8-shot GSM8K prompt (slow on a CPU: ~15 min)
+	$(PY) benchmarks/sampling.py --model smollm2 --questions 2 --loop-questions 1
+	$(PY) benchmarks/detectors.py --model smollm2 --texts 64
+	$(PY) benchmarks/profile_sampler.py --model smollm2
 
 sync: $(STAMP) ## Upload offline W&B runs (needs WANDB_API_KEY)
 	find outputs -type d -name 'offline-run-*' -print0 | xargs -0 -r $(VENV)/bin/wandb sync
+
+wandb-report: $(STAMP) ## Build and save the W&B Report of a grid (WANDB_ENTITY, GROUP=<run group>; online)
+	$(PY) scripts/wandb_report.py --group "$(GROUP)" --save
 
 clean: ## Remove outputs, caches and the virtual environment
 	rm -rf outputs multirun .pytest_cache .ruff_cache $(VENV) $(VLLM_VENV)
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 .PHONY: help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
-	_repro-arith_pq bench sync clean
+	_repro-arith_pq bench bench-smollm2 sync wandb-report clean

@@ -27,6 +27,7 @@ from contamlab.detectors.cdd import CDDDetector
 from contamlab.detectors.evaluation import roc_metrics
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text, content_hash
+from contamlab.models import model_identity
 from contamlab.training.stages import model_source
 
 log = logging.getLogger("contamlab")
@@ -35,8 +36,7 @@ STAGES = ("contaminated", "clean")
 
 
 def _model_key(source: str, cfg: DictConfig) -> dict:
-    path = Path(source)
-    return {"source": str(path.resolve()) if path.exists() else source, "revision": cfg.model.get("revision")}
+    return model_identity(source, cfg.model)
 
 
 def _cache_key(cfg: DictConfig, domain: Domain, detector: Detector, source: str) -> dict:
@@ -84,8 +84,9 @@ def score_model(
 ) -> tuple[DetectorOutput, float, bool]:
     """The detector's output on one model (cached); returns (output, wall seconds, whether it came from cache)."""
     key = _cache_key(cfg, domain, detector, source)
-    path = Path(cfg.paths.cache_dir) / "detect" / "scores" / f"{detector.name}-{content_hash(key)}.json"
-    if path.is_file():
+    root = cfg.paths.get("cache_dir")  # null: no caching
+    path = Path(root) / "detect" / "scores" / f"{detector.name}-{content_hash(key)}.json" if root else None
+    if path is not None and path.is_file():
         try:
             data = json.loads(path.read_text())
             if data.get("key") == json.loads(json.dumps(key, default=str)):
@@ -96,8 +97,11 @@ def score_model(
     output = detector.score(_context(cfg, domain, source, progress))
     wall = time.perf_counter() - started
     if len(output.scores) != len(domain.test):
-        raise ValueError(f"detector {detector.name} returned {len(output.scores)} scores for {len(domain.test)}")
-    atomic_write_json(path, {"key": key, "output": output.to_dict(), "wall_s": wall})
+        raise ContamlabError(
+            f"detector={detector.name} returned {len(output.scores)} scores for {len(domain.test)} questions"
+        )
+    if path is not None:
+        atomic_write_json(path, {"key": key, "output": output.to_dict(), "wall_s": wall})
     return output, wall, False
 
 

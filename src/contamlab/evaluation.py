@@ -27,17 +27,16 @@ from contamlab.decoding.strategies import Strategy
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text
 from contamlab.metrics import bin_index, bootstrap_intervals, g_ap, gap_metrics, per_bin_table
-from contamlab.models import load_causal_lm, load_tokenizer
+from contamlab.models import load_causal_lm, load_tokenizer, model_identity
 from contamlab.training.stages import model_source
 
 log = logging.getLogger("contamlab")
 
 
 def _model_key(source: str, cfg: DictConfig) -> dict:
-    path = Path(source)
-    key = {"source": str(path.resolve()) if path.exists() else source, "revision": cfg.model.get("revision")}
+    key = model_identity(source, cfg.model)
     backend = cfg.sampler.get("name", "hf")
-    # vLLM samples differ from HF's (same greedy, other random streams); HF keys stay as they always were.
+    # vLLM samples differ from HF's (same greedy, other random streams)
     return {**key, "sampler": backend} if backend != "hf" else key
 
 
@@ -195,7 +194,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     atomic_write_json(out_dir / "results.json", results)
     domain.split.save(out_dir / "split.json")
     _write_per_question(out_dir / "per_question.csv", domain, leaked, clean_bins, clean, cont)
-    _log_wandb(cfg, metrics, out_dir, figures)
+    _log_wandb(cfg, results, out_dir, figures)
     v = metrics["all"]["values"]
     log.info(
         "%s on %s/%s: SA-PPG %.4f  A-PPG %.4f  G-APP %.4f  G-AP %.4f  (results in %s)",
@@ -282,7 +281,7 @@ def _analyses(cfg, domain, results, clean_greedy, clean, cont, leaked, out_dir, 
     return out
 
 
-def _log_wandb(cfg, metrics, out_dir, figures=None) -> None:
+def _log_wandb(cfg, results, out_dir, figures=None) -> None:
     wandb_cfg = cfg.logger.get("wandb")
     if not wandb_cfg or wandb_cfg.get("mode") == "disabled":
         return
@@ -299,7 +298,10 @@ def _log_wandb(cfg, metrics, out_dir, figures=None) -> None:
         config=OmegaConf.to_container(cfg, resolve=True),
     )
     try:
-        flat = {f"eval/{group}/{k}": v for group, e in metrics.items() for k, v in e["values"].items()}
+        flat = {f"eval/{group}/{k}": v for group, e in results["metrics"].items() for k, v in e["values"].items()}
+        flat.update({f"eval/stability/{k}": v for k, v in results.get("stability", {}).items() if k != "seeds"})
+        for group, values in results.get("figure1", {}).items():
+            flat.update({f"eval/figure1/{group}/{k}": v for k, v in values.items()})
         run.log(flat)
         run.log({"eval/per_question": wandb.Table(dataframe=pd.read_csv(out_dir / "per_question.csv"))})
         if figures:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -33,9 +34,21 @@ def _umask() -> int:
     return mask
 
 
+def _strict(data: Any) -> Any:
+    """NaN and ±inf become null: strict JSON has no such numbers (json.dumps would write NaN)."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return None
+    if isinstance(data, dict):
+        return {k: _strict(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_strict(v) for v in data]
+    return data
+
+
 def atomic_write_json(path: str | Path, data: Any) -> None:
-    """Write JSON atomically (sorted keys, so equal data gives equal bytes)."""
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    """Write strict JSON atomically (sorted keys, so equal data gives equal bytes; NaN and ±inf as null)."""
+    text = json.dumps(_strict(data), indent=2, sort_keys=True, default=str, allow_nan=False)
+    atomic_write_text(path, text + "\n")
 
 
 def content_hash(data: Any, length: int = 12) -> str:

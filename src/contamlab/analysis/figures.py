@@ -21,12 +21,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 
+def _num(value: Any, default: float = np.nan) -> float:
+    return default if value is None else float(value)
+
+
 def _save(fig, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=110)  # written aside, then renamed: a killed run never leaves half a PNG
     plt.close(fig)
+    tmp.replace(path)
     return path
 
 
@@ -110,13 +116,13 @@ def figure2(correct_a: np.ndarray, correct_b: np.ndarray, path: str | Path, titl
 
 def strategy_figure(rows: Sequence[dict[str, Any]], path: str | Path, title: str = "") -> Path:
     """Grouped bars of G-AP and SA-PPG per strategy (rows of :func:`contamlab.analysis.summary.collect`)."""
-    labels = [r["strategy"] for r in rows]
+    labels = [r.get("label", r["strategy"]) for r in rows]
     x = np.arange(len(rows))
     fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(rows)), 3.2))
     for offset, key, color in ((-0.2, "g_ap", "tab:grey"), (0.2, "sa_ppg", "tab:green")):
-        values = np.array([r.get(f"all/{key}", np.nan) for r in rows])
-        lo = np.array([r.get(f"all/{key}_lo", v) for r, v in zip(rows, values)])
-        hi = np.array([r.get(f"all/{key}_hi", v) for r, v in zip(rows, values)])
+        values = np.array([_num(r.get(f"all/{key}")) for r in rows])
+        lo = np.array([_num(r.get(f"all/{key}_lo"), v) for r, v in zip(rows, values)])
+        hi = np.array([_num(r.get(f"all/{key}_hi"), v) for r, v in zip(rows, values)])
         err = np.vstack([values - lo, hi - values])
         ax.bar(x + offset, values, width=0.4, color=color, label=key.upper().replace("_", "-"), yerr=err, capsize=2)
     ax.set_xticks(x, labels, rotation=20, ha="right", fontsize=7)

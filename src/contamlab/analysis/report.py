@@ -65,7 +65,9 @@ def metric_rows(results: list[tuple[Path, dict[str, Any]]]) -> list[dict[str, An
             "questions": result["counts"]["questions"],
         }
         row.update({k: v for k, v in strategy.items() if k in ("n", "mode", "duplicates")})
-        key = (row["model"], row["domain"], row["strategy"], row["m"], row["questions"])
+        sampling = [cfg.get(k) for k in ("temperature", "seed", "max_new_tokens")]
+        models = sorted((result.get("models") or {}).items())
+        key = (row["model"], row["domain"], row["strategy"], row["m"], row["questions"], str(sampling), str(models))
         if key in seen:
             continue
         seen.add(key)
@@ -75,6 +77,17 @@ def metric_rows(results: list[tuple[Path, dict[str, Any]]]) -> list[dict[str, An
                 if "ci" in entry and name in entry["ci"]:
                     row[f"{group}/{name}_lo"], row[f"{group}/{name}_hi"] = entry["ci"][name]
         rows.append(row)
+    return rows
+
+
+def _label_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Set ``label``: the strategy's name, or its full label where one setting holds several variants of it."""
+    count: dict[tuple, int] = {}
+    for r in rows:
+        k = (r["model"], r["domain"], r["strategy_name"])
+        count[k] = count.get(k, 0) + 1
+    for r in rows:
+        r["label"] = r["strategy_name"] if count[(r["model"], r["domain"], r["strategy_name"])] == 1 else r["strategy"]
     return rows
 
 
@@ -114,7 +127,7 @@ def table1(rows: list[dict[str, Any]]) -> str:
     """G-AP vs SA-PPG per strategy with each metric's ranking (1 = best): the paper's rank reversal."""
     gap, sappg = [r["all/g_ap"] for r in rows], [r["all/sa_ppg"] for r in rows]
     body = [
-        [r["strategy_name"], _fmt(r, "all/g_ap"), str(a), _fmt(r, "all/sa_ppg"), str(b)]
+        [r["label"], _fmt(r, "all/g_ap"), str(a), _fmt(r, "all/sa_ppg"), str(b)]
         for r, a, b in zip(rows, _ranks(gap), _ranks(sappg))
     ]
     return _table(["strategy", "G-AP", "rank", "SA-PPG", "rank"], body)
@@ -123,15 +136,15 @@ def table1(rows: list[dict[str, Any]]) -> str:
 def table2(rows: list[dict[str, Any]]) -> str:
     """Δ⁺, Δ⁻, A-PPG, G-APP, SA-PPG per strategy: where G-AP hides the error (cancellation, uniform weighting)."""
     keys = ("delta_plus", "delta_minus", "a_ppg", "g_app", "sa_ppg")
-    body = [[r["strategy_name"], *(_fmt(r, f"all/{k}", ci=False) for k in keys)] for r in rows]
+    body = [[r["label"], *(_fmt(r, f"all/{k}", ci=False) for k in keys)] for r in rows]
     return _table(["strategy", "Δ⁺", "Δ⁻", "A-PPG", "G-APP", "SA-PPG"], body)
 
 
 def table3(rows: list[dict[str, Any]]) -> str:
     """SA-PPG per strategy (rows) × (model, domain) (columns); the best of each column in bold."""
     settings = sorted({(r["model"], r["domain"]) for r in rows})
-    strategies = sorted({(_order(r), r["strategy_name"]) for r in rows})
-    cell = {(r["model"], r["domain"], r["strategy_name"]): r["all/sa_ppg"] for r in rows}
+    strategies = sorted({(_order(r), r["label"]) for r in rows})
+    cell = {(r["model"], r["domain"], r["label"]): r["all/sa_ppg"] for r in rows}
     best = {
         s: min((v for (m, d, _), v in cell.items() if (m, d) == s and _ != "all_zero"), default=None) for s in settings
     }
@@ -164,7 +177,7 @@ def table4(railcap: list[dict[str, Any]], all_zero: dict[str, Any] | None) -> st
 def split_table(rows: list[dict[str, Any]]) -> str:
     """SA-PPG and mean solve probabilities on leaked vs unleaked questions (beyond the paper)."""
     body = [
-        [r["strategy_name"], *(_fmt(r, f"{g}/sa_ppg") for g in ("all", "leaked", "unleaked"))]
+        [r["label"], *(_fmt(r, f"{g}/sa_ppg") for g in ("all", "leaked", "unleaked"))]
         + [_fmt(r, f"{g}/s_delta_minus", ci=False) for g in ("leaked", "unleaked")]
         for r in rows
     ]
@@ -186,10 +199,10 @@ def build_report(root: str | Path) -> str | None:
     rows = metric_rows(results)
     lines = ["# contamlab report", "", f"{len(results)} job results under `{root}`.", ""]
     settings = sorted({(r["model"], r["domain"]) for r in rows})
-    main = [r for r in rows if _is_main(r)]
+    main = _label_rows([r for r in rows if _is_main(r)])
     for model, domain in settings:
         every = [r for r in rows if (r["model"], r["domain"]) == (model, domain)]
-        here = sorted((r for r in every if _is_main(r)), key=_order)
+        here = sorted((r for r in main if (r["model"], r["domain"]) == (model, domain)), key=_order)
         lines += [f"## {model} × {domain} ({every[0]['questions']} questions, m = {every[0]['m']})", ""]
         if here:
             lines += ["### Table 1: G-AP vs SA-PPG (95% bootstrap intervals; rank 1 = best)", "", table1(here), ""]
@@ -238,7 +251,7 @@ def _figure_sections(results: list[tuple[Path, dict[str, Any]]], root: Path) -> 
                         f"{s['rank_median']:.1f}",
                     ]
                 )
-        header = ["setting", "questions", "ROUGE-L to greedy", "divergence steps", "rank-2 share", "median rank"]
+        header = ["setting", "group", "ROUGE-L to greedy", "divergence steps", "rank-2 share", "median rank"]
         lines += [_table(header, body), ""]
         for path, r in fig1:
             png = path.parent / "figures" / "figure1.png"

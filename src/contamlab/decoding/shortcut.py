@@ -309,7 +309,8 @@ def comparative_scores(
         acts = []
         for model in (con, un):
             with torch.inference_mode(), capture_channels(model, None, n_layers) as store:
-                model(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=pos.to(device))
+                ids, mask, pos = ids.to(device), mask.to(device), pos.to(device)
+                model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False)
             per_layer = [store[layer][collect.to(device)] for layer in range(n_layers)]  # L' x [T, d]
             acts.append(torch.stack(per_layer, dim=1))  # [T, L', d]
         diff = acts[0].double() - acts[1].double()  # [T, L', d]

@@ -253,6 +253,9 @@ class VLLMSampler:
         outputs = self.llm.generate(prompts, params, use_tqdm=False, lora_request=self.lora_request)
         out = [[self._trim(c.token_ids) for c in sorted(o.outputs, key=lambda c: c.index)] for o in outputs]
         entropy = pop_entropy(self.llm) if greedy else {}
+        missing = [q for q in range(len(prompt_ids)) if greedy and f"{call}-{q}" not in entropy]
+        if missing:  # a silent default would become LNE-blocking's n_block and be cached with the greedy set
+            raise ContamlabError(f"sampler=vllm: no greedy entropy came back for {len(missing)} prompt(s)")
         self.last_entropy = [[entropy.get(f"{call}-{q}", 0.0)] * m for q in range(len(prompt_ids))]
         self.stats.generated_tokens += sum(len(c.token_ids) for o in outputs for c in o.outputs)
         self.stats.wall_s += time.perf_counter() - started

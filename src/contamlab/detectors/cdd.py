@@ -55,6 +55,8 @@ class CDDDetector(Detector):
         by_id = {s.id: s for s in samples}
         peaks, flags = [], []
         for q in ctx.questions:
+            if q.id not in by_id:
+                raise ContamlabError(f"detector=cdd: the cached samples lack question {q.id}; delete the sample cache")
             row = by_id[q.id]
             if not row.m:
                 raise ContamlabError("detector=cdd: no samples per question (set m >= 1)")

@@ -191,8 +191,12 @@ class CoDeCDetector(Detector):
             )
             for i, (st, n_target) in enumerate(zip(stats, lengths)):
                 a = plain[i].logprobs
-                if n_target != len(a) or n_target == 0:
-                    raise ValueError(f"codec: target length mismatch ({n_target} vs {len(a)}) for sample {i}")
+                if n_target <= 0 or len(a) == 0:
+                    continue  # too short to score: stays NaN, counted as dropped
+                if n_target != len(a):
+                    raise ContamlabError(
+                        f"detector=codec: target length mismatch ({n_target} vs {len(a)} tokens) for sample {i}"
+                    )
                 delta = codec_delta(a, st.logprobs[-n_target:], self.skip_first, self.skip_last)
                 if delta is not None:
                     deltas[s, i] = delta

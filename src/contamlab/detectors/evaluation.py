@@ -2,7 +2,7 @@
 
 detection.md §3 (Min-K%++ / Shi et al. protocol): ``sklearn.metrics.roc_curve`` and ``auc`` with label 1 = member;
 TPR@FPR = the largest TPR among ROC points with FPR <= the bound; FPR@TPR = the smallest FPR among points with
-TPR >= the bound. Questions without a score (NaN) are left out and counted.
+TPR >= the bound. Questions without a finite score are left out and counted.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def roc_metrics(
     y = np.asarray(labels, dtype=bool)
     if s.shape != y.shape:
         raise ValueError(f"roc_metrics: {s.shape[0]} scores but {y.shape[0]} labels")
-    keep = ~np.isnan(s)
+    keep = np.isfinite(s)  # NaN (unscored) and ±inf (e.g. an overflowing perplexity) are left out, counted
     s, y = s[keep], y[keep]
     out: dict[str, Any] = {
         "n_scored": int(keep.sum()),

@@ -110,10 +110,10 @@ def score_sequences(
         ids, mask = ids.to(device), mask.to(device)
         if plain is not None:
             decoder, head = plain
-            hidden = decoder(input_ids=ids, attention_mask=mask).last_hidden_state  # [B, T, H]
+            hidden = decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state  # [B, T, H]
             project = head
         else:
-            hidden = model(input_ids=ids, attention_mask=mask).logits  # [B, T, V]
+            hidden = model(input_ids=ids, attention_mask=mask, use_cache=False).logits  # [B, T, V]
             project = None
         vocab = project.weight.shape[0] if project is not None else hidden.shape[-1]
         step = max(1, logit_elements // (len(batch) * vocab))

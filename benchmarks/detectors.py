@@ -1,0 +1,87 @@
+"""Detector forward passes: contamlab's batched, padding-masked scorer vs a one-text-at-a-time loop, same texts.
+
+    python benchmarks/detectors.py --model tiny                  # the default world's clean model, 200 documents
+    python benchmarks/detectors.py --model smollm2 --texts 64    # SmolLM2-135M on GSM8K test documents
+
+The texts are what Loss / Zlib / Min-K% / Min-K%++ score: each test question with its reference solution. Both
+paths compute the same per-token log-probs (checked here); throughput = scored tokens / wall second. Prints a table
+and writes benchmarks/results/detectors-<model>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from sampling import load  # benchmarks/ runs as a script directory: its sibling module
+
+from contamlab.detectors.scoring import score_sequences
+from contamlab.io import atomic_write_json
+
+
+@torch.no_grad()
+def one_by_one(model, sequences):
+    """What a researcher would write: one forward pass and a full-vocabulary log-softmax per text."""
+    out = []
+    for seq in sequences:
+        ids = torch.tensor([seq])  # [1, T]
+        logp = torch.log_softmax(model(input_ids=ids).logits.float(), dim=-1)  # [1, T, V]
+        out.append(logp[0, :-1].gather(-1, ids[0, 1:, None]).squeeze(-1).numpy())  # [T-1]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=["tiny", "smollm2"], default="tiny")
+    parser.add_argument("--texts", type=int, default=200)
+    parser.add_argument("--batch-tokens", type=int, default=8192)
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    _, domain, model, tokenizer = load(args.model)
+    questions = domain.test[: args.texts]
+    texts = [domain.format.question_block(q.question) + domain.target(q) for q in questions]
+    sequences = [tokenizer(t)["input_ids"] for t in texts]
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    tokens = sum(len(s) - 1 for s in sequences)
+    rows = []
+
+    def record(name, seconds):
+        rows.append({"method": name, "tokens": tokens, "seconds": round(seconds, 3), "tok_per_s": tokens / seconds})
+        print(f"{name:40s} {tokens:8d} tok {seconds:8.2f} s {tokens / seconds:9.1f} tok/s", flush=True)
+
+    t0 = time.perf_counter()
+    reference = one_by_one(model, sequences)
+    record("one text per forward pass", time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    batched = score_sequences(model, sequences, pad, batch_tokens=args.batch_tokens)
+    record(f"contamlab batched (batch_tokens={args.batch_tokens})", time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    score_sequences(model, sequences, pad, moments=True, batch_tokens=args.batch_tokens)
+    record("contamlab batched + Min-K%++ moments", time.perf_counter() - t0)
+    worst = max(float(np.abs(a - b.logprobs).max()) for a, b in zip(reference, batched))
+    summary = {
+        "model": args.model,
+        "texts": len(texts),
+        "mean_tokens": tokens / len(texts),
+        "speedup_batched": rows[1]["tok_per_s"] / rows[0]["tok_per_s"],
+        "max_abs_logprob_difference": worst,
+        "threads": torch.get_num_threads(),
+        "machine": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "rows": rows,
+    }
+    print(f"\nbatched vs one-by-one: {summary['speedup_batched']:.2f}x (max |Δ log p| {worst:.1e})")
+    out = Path(__file__).parent / "results" / f"detectors-{args.model}.json"
+    atomic_write_json(out, summary)
+    print(f"written {out}")
+
+
+if __name__ == "__main__":
+    main()
