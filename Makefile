@@ -49,7 +49,7 @@ calibrate: train ## Check the default world's calibration targets (prints the nu
 # make reproduce: the whole study on the default world. Two evaluation streams run side by side (one torch thread
 # each: the 2-core budget); every stream shares the sample cache, so each model × strategy is sampled once.
 REPRO ?= outputs/reproduce
-EVAL = $(PY) evaluate.py progress=false
+EVAL = $(PY) evaluate.py --multirun progress=false
 REPRO_SWEEP = hydra.sweep.dir=$(REPRO)
 
 reproduce: train ## The whole study on the default world -> outputs/reproduce/report.md (tables, figures, detectors)
@@ -60,14 +60,14 @@ reproduce: train ## The whole study on the default world -> outputs/reproduce/re
 	@echo "report: $(REPRO)/report.md"
 
 _repro-arith: # stream 1: Tables 1-2 and the Table 4 ablation on arith, Figures 1-2
-	$(EVAL) -m experiment=figure1 domain=arith analysis.stability=true $(REPRO_SWEEP)/figures_arith
-	$(EVAL) -m experiment=table1 domain=arith $(REPRO_SWEEP)/table1_arith
-	$(EVAL) -m experiment=table4 domain=arith $(REPRO_SWEEP)/table4_arith
+	$(EVAL) experiment=figure1 domain=arith analysis.stability=true $(REPRO_SWEEP)/figures_arith
+	$(EVAL) experiment=table1 domain=arith $(REPRO_SWEEP)/table1_arith
+	$(EVAL) experiment=table4 domain=arith $(REPRO_SWEEP)/table4_arith
 
 _repro-arith_pq: # stream 2: Tables 1-3 on arith_pq, Figure 1, the detector meta-experiment
-	$(EVAL) -m experiment=figure1 domain=arith_pq $(REPRO_SWEEP)/figures_arith_pq
-	$(EVAL) -m experiment=table1 domain=arith_pq $(REPRO_SWEEP)/table1_arith_pq
-	$(EVAL) -m experiment=detectors domain=arith $(REPRO_SWEEP)/detectors_arith
+	$(EVAL) experiment=figure1 domain=arith_pq $(REPRO_SWEEP)/figures_arith_pq
+	$(EVAL) experiment=table1 domain=arith_pq $(REPRO_SWEEP)/table1_arith_pq
+	$(EVAL) experiment=detectors domain=arith $(REPRO_SWEEP)/detectors_arith
 
 reproduce-paper: $(STAMP) ## The paper's grid on GPUs: model=pythia,llama2,gemma x domain=gsm8k,pq, sampler=vllm
 	for model in pythia llama2 gemma; do for domain in gsm8k pq; do \
