@@ -59,21 +59,26 @@ reproduce: train ## The whole study on the default world -> outputs/reproduce/re
 	$(PY) -m contamlab.analysis.report $(REPRO)
 	@echo "report: $(REPRO)/report.md"
 
-_repro-arith: # stream 1: Tables 1-2 and the Table 4 ablation on arith, Figures 1-2
+_repro-arith: # stream 1: Tables 1-2 on arith, Figures 1-2, half of the Table 4 ablation
 	$(EVAL) experiment=figure1 domain=arith analysis.stability=true $(REPRO_SWEEP)/figures_arith
 	$(EVAL) experiment=table1 domain=arith $(REPRO_SWEEP)/table1_arith
-	$(EVAL) experiment=table4 domain=arith $(REPRO_SWEEP)/table4_arith
+	$(EVAL) experiment=table4 domain=arith railcap_ablation=n1,n4,n5,n7 $(REPRO_SWEEP)/table4_arith_a
 
-_repro-arith_pq: # stream 2: Tables 1-3 on arith_pq, Figure 1, the detector meta-experiment
+_repro-arith_pq: # stream 2: the detectors (while stream 1 samples the clean model), Tables 1-3 on arith_pq, Figure 1,
+	# the other half of Table 4
+	$(EVAL) experiment=detectors domain=arith $(REPRO_SWEEP)/detectors_arith
 	$(EVAL) experiment=figure1 domain=arith_pq $(REPRO_SWEEP)/figures_arith_pq
 	$(EVAL) experiment=table1 domain=arith_pq $(REPRO_SWEEP)/table1_arith_pq
-	$(EVAL) experiment=detectors domain=arith $(REPRO_SWEEP)/detectors_arith
+	$(EVAL) experiment=table4 domain=arith railcap_ablation=n2,n3,n6,ban $(REPRO_SWEEP)/table4_arith_b
 
 reproduce-paper: $(STAMP) ## The paper's grid on GPUs: model=pythia,llama2,gemma x domain=gsm8k,pq, sampler=vllm
 	for model in pythia llama2 gemma; do for domain in gsm8k pq; do \
 		$(PY) train.py model=$$model domain=$$domain trainer=gpu || exit 1; done; done
 	$(PY) evaluate.py -m experiment=table3 model=pythia,llama2,gemma domain=gsm8k,pq sampler=vllm m=50 \
-		$(REPRO_SWEEP)/paper/table3
+		strategy=identity,ted,lne,railcap,all_zero $(REPRO_SWEEP)/paper/table3
+	# shortcut patches activations in the HF decode loop, at the authors' scale (K = 5000, blocks of 512)
+	$(PY) evaluate.py -m strategy=shortcut model=pythia,llama2,gemma domain=gsm8k,pq m=50 strategy.top_k=5000 \
+		strategy.block=512 strategy.locate_max_new_tokens=256 $(REPRO_SWEEP)/paper/table3_shortcut
 	$(PY) evaluate.py -m experiment=table4 model=llama2 domain=gsm8k sampler=vllm m=50 $(REPRO_SWEEP)/paper/table4
 	$(PY) evaluate.py -m experiment=figure1 model=llama2 domain=gsm8k,pq sampler=vllm m=50 analysis.stability=true \
 		$(REPRO_SWEEP)/paper/figures

@@ -1,6 +1,7 @@
 """Tiny end-to-end runs of the paper's diagnostics and the report through the real evaluate.py."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -36,10 +37,15 @@ def test_ablation_grid_and_report(trained):
     )
     assert params == [(1, "cap"), (4, "ban")]
     assert "### Table 4: RailCap ablation" in (sweep / "report.md").read_text()
-    # the whole tree's report (several sweeps and runs together), as `make reproduce` writes it
+    # a tree of several sweeps and runs reported together, as `make reproduce` does
+    single = evaluate(tmp, "strategy=identity", "analysis.figures=false", tag="tree/identity")
+    assert single.returncode == 0, single.stdout + single.stderr
+    root = tmp / "tree_report"
+    shutil.copytree(sweep, root / "sweep")
+    shutil.copytree(tmp / "runs" / "tree", root / "run")
     done = subprocess.run(
-        [sys.executable, "-m", "contamlab.analysis.report", str(tmp)], capture_output=True, text=True, cwd=REPO
+        [sys.executable, "-m", "contamlab.analysis.report", str(root)], capture_output=True, text=True, cwd=REPO
     )
     assert done.returncode == 0, done.stderr
-    text = (tmp / "report.md").read_text()
-    assert "### Table 1" in text and "### Table 4" in text
+    text = (root / "report.md").read_text()
+    assert "3 job results" in text and "### Table 1" in text and "### Table 4" in text

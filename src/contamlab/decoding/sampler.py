@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 
+from contamlab.decoding.kv_cache import growing_cache
+
 # A strategy's per-step hook: (logits [R, V], generated [R, t], owner [R]) -> logits [R, V].
 StepFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -130,7 +132,7 @@ class HFSampler:
     def _new_cache(self) -> DynamicCache:
         """An empty KV cache; a model may bring its own kind (shortcut's patched pair: one cache per model)."""
         make_cache = getattr(self.model, "make_cache", None)
-        return make_cache() if make_cache is not None else DynamicCache(config=self.model.config)
+        return make_cache() if make_cache is not None else growing_cache(self.model.config)
 
     def _expanded_prefix(self, rows: int) -> DynamicCache:
         if self._prefix_cache is None:

@@ -43,6 +43,7 @@ from safetensors.torch import save as safetensors_bytes
 from torch import Tensor, nn
 from transformers import DynamicCache
 
+from contamlab.decoding.kv_cache import growing_cache
 from contamlab.errors import ContamlabError
 from contamlab.io import content_hash
 
@@ -171,7 +172,8 @@ class PairCache(DynamicCache):
 
     def __init__(self, target_config: Any, reference_config: Any) -> None:
         super().__init__(config=target_config)
-        self.reference = DynamicCache(config=reference_config)
+        self.layers = growing_cache(target_config).layers  # in-place appends (see kv_cache.py)
+        self.reference = growing_cache(reference_config)
 
     def batch_repeat_interleave(self, repeats: int) -> None:
         """Repeat every row ``repeats`` times in both caches."""
