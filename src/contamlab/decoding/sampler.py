@@ -57,6 +57,27 @@ def common_prefix(sequences: Sequence[Sequence[int]]) -> int:
     return length
 
 
+def encode_prompts(tokenizer: PreTrainedTokenizerBase, prompts: Sequence[str]) -> list[list[int]]:
+    """Prompt token ids exactly as an unbatched forward pass sees them (every backend encodes this way)."""
+    return [list(ids) for ids in tokenizer(list(prompts), add_special_tokens=True)["input_ids"]]
+
+
+def trim_response(
+    ids: list[int], tokenizer: PreTrainedTokenizerBase, eos_id: int | None, stop: Sequence[str]
+) -> list[int]:
+    """Cut a response's tokens at EOS, and before the token where a stop string starts (every backend)."""
+    if eos_id in ids:
+        ids = ids[: ids.index(eos_id)]
+    if stop:
+        text = tokenizer.decode(ids)
+        cut = min((text.find(s) for s in stop if s in text), default=-1)
+        if cut >= 0:
+            # Keep the longest token prefix whose text ends before the stop string.
+            while ids and len(tokenizer.decode(ids)) > cut:
+                ids = ids[:-1]
+    return ids
+
+
 class HFSampler:
     """Batched greedy / temperature sampling with shared prompt KV caches.
 
@@ -107,7 +128,7 @@ class HFSampler:
     # -- prompt handling -----------------------------------------------------------------------------------------
     def encode(self, prompts: Sequence[str]) -> list[list[int]]:
         """Tokenise prompts exactly as an unbatched forward pass would see them."""
-        return [list(ids) for ids in self.tokenizer(list(prompts), add_special_tokens=True)["input_ids"]]
+        return encode_prompts(self.tokenizer, prompts)
 
     def set_prefix(self, prompt_ids: Sequence[Sequence[int]]) -> int:
         """Fix the shared prefix as the longest token prefix common to ``prompt_ids`` and cache its KV once.
@@ -286,14 +307,4 @@ class HFSampler:
         return torch.tensor([any(s in tail for s in self.stop) for tail in tails], dtype=torch.bool)
 
     def _trim(self, ids: list[int]) -> list[int]:
-        """Cut a row's tokens at EOS, and before the token where a stop string starts."""
-        if self.eos_id in ids:
-            ids = ids[: ids.index(self.eos_id)]
-        if self.stop:
-            text = self.tokenizer.decode(ids)
-            cut = min((text.find(s) for s in self.stop if s in text), default=-1)
-            if cut >= 0:
-                # Keep the longest token prefix whose text ends before the stop string.
-                while ids and len(self.tokenizer.decode(ids)) > cut:
-                    ids = ids[:-1]
-        return ids
+        return trim_response(ids, self.tokenizer, self.eos_id, self.stop)

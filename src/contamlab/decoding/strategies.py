@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from functools import partial
 from typing import Any, ClassVar
 
 import torch
@@ -98,11 +97,19 @@ class RailCap(Strategy):
     def step_fn(self, greedy_ids, greedy_entropy):
         """Cap on every row whose last n tokens match its own question's greedy trajectory."""
         table = railcap.build_table(greedy_ids, self.n, self.duplicates)
-        return partial(_railcap_hook, table=table, mode=self.mode)
+        return RailCapHook(table, self.mode)
 
 
-def _railcap_hook(logits, generated, owner, table, mode):
-    return railcap.railcap_step(logits, generated, owner, table, mode=mode)
+@dataclass(frozen=True)
+class RailCapHook:
+    """RailCap's per-step hook: the questions' n-gram table and the suppression mode (backends read both)."""
+
+    table: railcap.RailCapTable
+    mode: str = "cap"
+
+    def __call__(self, logits, generated, owner):
+        """Cap (or ban) the rail successors on every matching row (see :func:`railcap.railcap_step`)."""
+        return railcap.railcap_step(logits, generated, owner, self.table, mode=self.mode)
 
 
 @dataclass(frozen=True)
@@ -138,11 +145,18 @@ class LNEBlocking(Strategy):
 
     def step_fn(self, greedy_ids, greedy_entropy):
         """Block the argmax while the row's step is below its question's n_block."""
-        return partial(_lne_hook, n_blocks=self.n_blocks(greedy_entropy))
+        return LNEHook(self.n_blocks(greedy_entropy))
 
 
-def _lne_hook(logits, generated, owner, n_blocks):
-    return lne.lne_step(logits, generated.shape[1], owner, n_blocks)
+@dataclass(frozen=True)
+class LNEHook:
+    """LNE-blocking's per-step hook: the n_block of every question ([Q] int64)."""
+
+    n_blocks: torch.Tensor
+
+    def __call__(self, logits, generated, owner):
+        """Block the argmax while a row's step is below its question's n_block (see :func:`lne.lne_step`)."""
+        return lne.lne_step(logits, generated.shape[1], owner, self.n_blocks)
 
 
 @dataclass(frozen=True)

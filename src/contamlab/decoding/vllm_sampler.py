@@ -21,15 +21,14 @@ import json
 import time
 import uuid
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from contamlab.decoding import strategies
-from contamlab.decoding.sampler import DecodeStats, HFSampler, StepFn, common_prefix
+from contamlab.decoding.sampler import DecodeStats, StepFn, common_prefix, encode_prompts, trim_response
+from contamlab.decoding.strategies import LNEHook, RailCapHook
 from contamlab.decoding.vllm_processors import (
     entropy_args,
     lne_args,
@@ -58,14 +57,13 @@ def strategy_extra_args(step_fn: StepFn | None, n_questions: int) -> list[dict[s
     """
     if step_fn is None:
         return [{} for _ in range(n_questions)]
-    func = step_fn.func if isinstance(step_fn, partial) else None
-    if func is strategies._railcap_hook:
-        table, mode = step_fn.keywords["table"], step_fn.keywords["mode"]
+    if isinstance(step_fn, RailCapHook):
+        table, mode = step_fn.table, step_fn.mode
         if table.num_questions != n_questions:
             raise ValueError(f"RailCap table has {table.num_questions} questions, the call {n_questions}")
         return [railcap_args(table, q, mode) for q in range(n_questions)]
-    if func is strategies._lne_hook:
-        n_blocks = step_fn.keywords["n_blocks"]
+    if isinstance(step_fn, LNEHook):
+        n_blocks = step_fn.n_blocks
         if n_blocks.shape[0] != n_questions:
             raise ValueError(f"LNE n_blocks has {n_blocks.shape[0]} questions, the call {n_questions}")
         return [lne_args(int(k)) for k in n_blocks.tolist()]
@@ -192,7 +190,7 @@ class VLLMSampler:
     # -- prompt handling (as the HF backend) -------------------------------------------------------------------------
     def encode(self, prompts: Sequence[str]) -> list[list[int]]:
         """Tokenise prompts exactly as the HF backend does."""
-        return HFSampler.encode(self, prompts)  # type: ignore[arg-type]  # uses only self.tokenizer
+        return encode_prompts(self.tokenizer, prompts)
 
     def set_prefix(self, prompt_ids: Sequence[Sequence[int]]) -> int:
         """Length of the shared prompt prefix; vLLM's automatic prefix caching computes its KV cache once."""
@@ -201,7 +199,7 @@ class VLLMSampler:
 
     def _trim(self, ids: list[int]) -> list[int]:
         # The HF backend's cut (at EOS, and before a stop string), so both backends return the same token ids.
-        return HFSampler._trim(self, list(ids))  # type: ignore[arg-type]  # uses tokenizer, eos_id and stop
+        return trim_response(list(ids), self.tokenizer, self.eos_id, self.stop)
 
     # -- decoding ----------------------------------------------------------------------------------------------------
     def decode(
