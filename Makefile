@@ -55,7 +55,6 @@ REPRO_SWEEP = hydra.sweep.dir=$(REPRO)
 reproduce: train ## The whole study on the default world -> outputs/reproduce/report.md (tables, figures, detectors)
 	mkdir -p $(REPRO)
 	$(MAKE) --no-print-directory -j2 _repro-arith _repro-arith_pq
-	$(PY) scripts/calibrate.py | tee $(REPRO)/calibration.txt || true   # from cached samples: seconds
 	$(PY) -m contamlab.analysis.report $(REPRO)
 	@echo "report: $(REPRO)/report.md"
 

@@ -40,6 +40,9 @@ def _open(sampler, domain, questions, model_key, cache_root, chunk_questions, **
         "max_new_tokens": sampler.max_new_tokens,
         "ids": content_hash([q.id for q in questions]),
         "chunk": chunk_questions,
+        # The HF sampler draws every row from one random stream, so how rows are batched and compacted changes the
+        # samples: it is part of their identity (vLLM seeds each request and returns {}).
+        "batching": sampler.cache_fields(),
         **fields,
     }
     all_ids = sampler.encode([domain.prompt(q) for q in questions])

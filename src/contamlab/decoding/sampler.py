@@ -306,5 +306,9 @@ class HFSampler:
         tails = self.tokenizer.batch_decode(generated[:, -self._stop_window :].tolist(), skip_special_tokens=False)
         return torch.tensor([any(s in tail for s in self.stop) for tail in tails], dtype=torch.bool)
 
+    def cache_fields(self) -> dict:
+        """What besides model, prompts and seed changes this sampler's samples (the sample-cache key)."""
+        return {"batch_rows": self.batch_rows, "compact_fraction": self.compact_fraction}
+
     def _trim(self, ids: list[int]) -> list[int]:
         return trim_response(ids, self.tokenizer, self.eos_id, self.stop)

@@ -259,6 +259,10 @@ class VLLMSampler:
         self.stats.wall_s += time.perf_counter() - started
         return out
 
+    def cache_fields(self) -> dict:
+        """Nothing beyond the seed: every request draws from its own seeded stream, whatever the batching."""
+        return {}
+
     def close(self) -> None:
         """Shut the engine down and free its memory (call before building another engine in this process)."""
         llm = self.__dict__.pop("llm", None)
