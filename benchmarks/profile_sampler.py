@@ -30,10 +30,11 @@ def main() -> None:
     parser.add_argument("--m", type=int, default=16)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--draw", choices=["multinomial", "inverse_cdf"], default="multinomial")
     args = parser.parse_args()
     _, domain, model, tokenizer = load(args.model)
     prompts = [domain.prompt(q) for q in domain.test[: args.questions]]
-    sampler = HFSampler(model, tokenizer, stop=(), max_new_tokens=args.max_new_tokens)
+    sampler = HFSampler(model, tokenizer, stop=(), max_new_tokens=args.max_new_tokens, draw=args.draw)
     ids = sampler.encode(prompts)
     sampler.set_prefix(ids)
     sampler.decode(ids[:1], 2, 0.7, 0)  # warm-up
@@ -57,6 +58,7 @@ def main() -> None:
     )
     summary = {
         "model": args.model,
+        "draw": args.draw,
         "questions": len(prompts),
         "m": args.m,
         "max_new_tokens": args.max_new_tokens,
@@ -69,7 +71,8 @@ def main() -> None:
         "machine": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
     }
-    out = Path(__file__).parent / "results" / f"profile-{args.model}.json"
+    suffix = "" if args.draw == "multinomial" else f"-{args.draw}"
+    out = Path(__file__).parent / "results" / f"profile-{args.model}{suffix}.json"
     atomic_write_json(out, summary)
     print(f"written {out}")
 

@@ -102,3 +102,17 @@ def test_bad_arguments(world):
         sampler.decode(ids, m=2, temperature=0.0, seed=0)
     with pytest.raises(ValueError, match="prefix"):
         sampler.decode([[999, 998]], m=1, temperature=1.0, seed=0)
+
+
+def test_inverse_cdf_draw_follows_the_distribution_and_never_picks_banned_tokens():
+    from contamlab.decoding.sampler import HFSampler
+
+    sampler = HFSampler.__new__(HFSampler)  # only the drawing rule is under test
+    sampler.draw = "inverse_cdf"
+    probs = torch.tensor([[0.5, 0.0, 0.3, 0.2, 0.0]]).repeat(20000, 1)  # [R, V]; tokens 1 and 4 banned
+    tokens = sampler._draw(probs, torch.Generator().manual_seed(0))
+    freq = torch.bincount(tokens, minlength=5).double() / len(tokens)
+    assert freq[1] == 0 and freq[4] == 0
+    assert torch.allclose(freq[[0, 2, 3]], torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64), atol=0.015)
+    again = sampler._draw(probs, torch.Generator().manual_seed(0))
+    assert torch.equal(tokens, again)  # seeded
