@@ -28,15 +28,12 @@ from contamlab.detectors.evaluation import roc_metrics
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text, content_hash
 from contamlab.models import model_identity
+from contamlab.tracking import wandb_run
 from contamlab.training.stages import model_source
 
 log = logging.getLogger("contamlab")
 DETECT_VERSION = 1
 STAGES = ("contaminated", "clean")
-
-
-def _model_key(source: str, cfg: DictConfig) -> dict:
-    return model_identity(source, cfg.model)
 
 
 def _cache_key(cfg: DictConfig, domain: Domain, detector: Detector, source: str) -> dict:
@@ -45,7 +42,7 @@ def _cache_key(cfg: DictConfig, domain: Domain, detector: Detector, source: str)
         "detector": type(detector).__name__,
         "detector_v": detector.version,
         "params": detector.params(),
-        "model": _model_key(source, cfg),
+        "model": model_identity(source, cfg.model),
         "dtype": str(cfg.model.dtype),
         "domain": domain.fingerprint(),
         "split": content_hash(domain.split.to_dict()),
@@ -73,7 +70,7 @@ def _context(cfg: DictConfig, domain: Domain, source: str, progress: bool) -> De
         source=source,
         load=load,
         cache_dir=str(Path(cfg.paths.cache_dir) / "detect") if cfg.paths.get("cache_dir") else None,
-        model_key=_model_key(source, cfg),
+        model_key=model_identity(source, cfg.model),
         samples=lambda: sample_model(cfg, domain, source, Strategy(), progress),
         progress=progress,
     )
@@ -198,22 +195,13 @@ def _write_csv(path: Path, domain: Domain, leaked: np.ndarray, outputs: dict[str
 
 
 def _log_wandb(cfg: DictConfig, detector: Detector, results: dict[str, Any], out_dir: Path) -> None:
-    wandb_cfg = cfg.logger.get("wandb")
-    if not wandb_cfg or wandb_cfg.get("mode") == "disabled":
-        return
-    import pandas as pd
-    import wandb
+    group = f"detect-{cfg.model.name}-{cfg.domain.name}"
+    with wandb_run(cfg, out_dir, group, f"detect-{detector.name}") as run:
+        if run is None:
+            return
+        import pandas as pd
+        import wandb
 
-    run = wandb.init(
-        project=wandb_cfg.project,
-        entity=wandb_cfg.get("entity"),
-        mode=wandb_cfg.mode,
-        group=wandb_cfg.get("group") or f"detect-{cfg.model.name}-{cfg.domain.name}",
-        name=f"detect-{detector.name}",
-        dir=str(out_dir),
-        config=OmegaConf.to_container(cfg, resolve=True),
-    )
-    try:
         flat = {}
         for stage in STAGES:
             for key in ("auroc", "tpr_at_5fpr", "fpr_at_95tpr", "dataset_score"):
@@ -223,5 +211,3 @@ def _log_wandb(cfg: DictConfig, detector: Detector, results: dict[str, Any], out
         run.log({k: v for k, v in flat.items() if v is not None})
         table = pd.read_csv(out_dir / "detection_per_question.csv")
         run.log({"detect/per_question": wandb.Table(dataframe=table)})
-    finally:
-        wandb.finish()

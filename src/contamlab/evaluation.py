@@ -22,12 +22,14 @@ from omegaconf import DictConfig, OmegaConf
 from contamlab.config import build
 from contamlab.data.domain import Domain, build_domain
 from contamlab.decoding.pipeline import greedy_set, sample_set
+from contamlab.decoding.sampler import encode_prompts
 from contamlab.decoding.samples import QuestionSamples
 from contamlab.decoding.strategies import Strategy
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text
 from contamlab.metrics import bin_index, bootstrap_intervals, g_ap, gap_metrics, per_bin_table
 from contamlab.models import load_causal_lm, load_tokenizer, model_identity
+from contamlab.tracking import wandb_run
 from contamlab.training.stages import model_source
 
 log = logging.getLogger("contamlab")
@@ -257,7 +259,7 @@ def _analyses(cfg, domain, results, clean_greedy, clean, cont, leaked, out_dir, 
         source = results["models"]["contaminated"]
         model = load_causal_lm(source, cfg.model.dtype, bool(cfg.model.trust_remote_code), cfg.model.get("revision"))
         tokenizer = load_tokenizer(source, bool(cfg.model.trust_remote_code))
-        prompts = tokenizer([domain.prompt(q) for q in domain.test], add_special_tokens=True)["input_ids"]
+        prompts = encode_prompts(tokenizer, [domain.prompt(q) for q in domain.test])  # as the sampler saw them
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         ranks = diagnostics.divergence_ranks(
             model,
@@ -282,22 +284,13 @@ def _analyses(cfg, domain, results, clean_greedy, clean, cont, leaked, out_dir, 
 
 
 def _log_wandb(cfg, results, out_dir, figures=None) -> None:
-    wandb_cfg = cfg.logger.get("wandb")
-    if not wandb_cfg or wandb_cfg.get("mode") == "disabled":
-        return
-    import pandas as pd
-    import wandb
+    run_group = f"eval-{cfg.model.name}-{cfg.domain.name}"
+    with wandb_run(cfg, out_dir, run_group, str(cfg.strategy.name)) as run:
+        if run is None:
+            return
+        import pandas as pd
+        import wandb
 
-    run = wandb.init(
-        project=wandb_cfg.project,
-        entity=wandb_cfg.get("entity"),
-        mode=wandb_cfg.mode,
-        group=wandb_cfg.get("group") or f"eval-{cfg.model.name}-{cfg.domain.name}",
-        name=f"{cfg.strategy.name}",
-        dir=str(out_dir),
-        config=OmegaConf.to_container(cfg, resolve=True),
-    )
-    try:
         flat = {f"eval/{group}/{k}": v for group, e in results["metrics"].items() for k, v in e["values"].items()}
         flat.update({f"eval/stability/{k}": v for k, v in results.get("stability", {}).items() if k != "seeds"})
         for group, values in results.get("figure1", {}).items():
@@ -306,8 +299,6 @@ def _log_wandb(cfg, results, out_dir, figures=None) -> None:
         run.log({"eval/per_question": wandb.Table(dataframe=pd.read_csv(out_dir / "per_question.csv"))})
         if figures:
             run.log({f"figures/{name}": wandb.Image(str(path)) for name, path in figures.items()})
-    finally:
-        wandb.finish()
 
 
 # -- detection (the detectors issue) ------------------------------------------------------------------------------

@@ -20,20 +20,21 @@ matplotlib.use("Agg")  # files only; never needs a display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from contamlab.io import atomic_path  # noqa: E402
+
 
 def _num(value: Any, default: float = np.nan) -> float:
     return default if value is None else float(value)
 
 
 def _save(fig, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)  # written aside, then renamed: a killed run never leaves half a PNG
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    try:
+        with atomic_path(path) as tmp:  # a killed run never leaves half a PNG
+            fig.savefig(tmp, dpi=110, format="png")
+    finally:
+        plt.close(fig)
+    return Path(path)
 
 
 def per_bin_figure(per_bin: Sequence[dict[str, Any]], path: str | Path, title: str = "") -> Path:

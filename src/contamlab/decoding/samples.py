@@ -9,8 +9,6 @@ damaged chunk and a finished one is reused by later jobs. Never pickle: parquet 
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from contamlab.io import atomic_write_json
+from contamlab.io import atomic_path, atomic_write_json
 
 log = logging.getLogger("contamlab")
 
@@ -126,12 +124,5 @@ class SampleCache:
 
     def save(self, index: int, rows: Sequence[QuestionSamples]) -> None:
         """Write one chunk atomically (temp file in the same directory, then rename)."""
-        path = self._path(index)
-        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
-        try:
+        with atomic_path(self._path(index)) as tmp:
             pq.write_table(_to_table(rows), tmp)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise

@@ -27,9 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import random
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -45,7 +43,7 @@ from transformers import DynamicCache
 
 from contamlab.decoding.kv_cache import growing_cache
 from contamlab.errors import ContamlabError
-from contamlab.io import content_hash
+from contamlab.io import atomic_write_bytes, content_hash
 
 if TYPE_CHECKING:
     from contamlab.data.domain import Domain
@@ -421,7 +419,7 @@ class Ranking:
         """Write the scores and their key as safetensors, atomically (temp file + rename)."""
         tensors = {"comparative": self.comparative, "delta_con": self.delta_con, "delta_base": self.delta_base}
         blob = safetensors_bytes({k: v.float().contiguous() for k, v in tensors.items()}, {"key": json.dumps(key)})
-        _atomic_write_bytes(Path(path), blob)
+        atomic_write_bytes(path, blob)
 
     @classmethod
     def load(cls, path: str | Path, key: dict) -> Ranking | None:
@@ -444,23 +442,6 @@ class Ranking:
             log.warning("shortcut: ranking cache %s holds non-finite scores; locating again", path)
             return None
         return ranking
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; give the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def cached_ranking(path: str | Path, key: dict, compute: Callable[[], Ranking]) -> Ranking:

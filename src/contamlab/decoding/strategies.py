@@ -204,12 +204,13 @@ class ShortcutPatching(Strategy):
     name: str = "shortcut"
     top_k: int = 48
     reference: str = "base"
-    locate_questions: int = 100
-    locate_seed: int = 42
-    block: int = 64
-    positions: str = "completion"
-    locate_max_new_tokens: int = 128
-    include_last_layer: bool = False
+    # The locate settings, with LocateConfig's defaults (configs/strategy/shortcut.yaml sets the used values).
+    locate_questions: int = shortcut.LocateConfig.questions
+    locate_seed: int = shortcut.LocateConfig.seed
+    block: int = shortcut.LocateConfig.block
+    positions: str = shortcut.LocateConfig.positions
+    locate_max_new_tokens: int = shortcut.LocateConfig.max_new_tokens
+    include_last_layer: bool = shortcut.LocateConfig.include_last_layer
     base_model: str | None = None
     # Set by wrap_model: what identifies the patched channels (ranking and channel-set hashes).
     _located: dict = field(default_factory=dict, init=False, repr=False, compare=False)

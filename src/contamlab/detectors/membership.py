@@ -9,8 +9,6 @@ grid ``detector=loss,zlib,mink,minkpp`` runs the model once. Dataset-level score
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,7 +18,7 @@ import pyarrow.parquet as pq
 
 from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput, question_text
 from contamlab.detectors.scoring import TokenStats, score_sequences
-from contamlab.io import content_hash
+from contamlab.io import atomic_path, content_hash
 
 STATS_VERSION = 1
 
@@ -33,15 +31,8 @@ def _save_stats(path: Path, stats: Sequence[TokenStats]) -> None:
             "sigma": pa.array([s.sigma.tolist() for s in stats], pa.list_(pa.float32())),
         }
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _load_stats(path: Path, n: int) -> list[TokenStats] | None:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from contamlab.detectors.membership import MembershipDetector
-from contamlab.detectors.mink import check_k, lowest_k_mean
+from contamlab.detectors.mink import MinKDetector, lowest_k_mean
 from contamlab.detectors.scoring import TokenStats
 
 
@@ -20,21 +19,8 @@ def minkpp_score(logprobs: np.ndarray, mu: np.ndarray, sigma: np.ndarray, k: flo
     return lowest_k_mean(z, k)
 
 
-class MinKPPDetector(MembershipDetector):
-    """Min-K%++.
-
-    Args:
-        k: Fraction of the lowest standardised token scores averaged.
-        **kwargs: See :class:`MembershipDetector`.
-    """
-
-    def __init__(self, name: str, k: float = 0.2, **kwargs) -> None:
-        super().__init__(name, **kwargs)
-        self.k = check_k(k)
-
-    def params(self) -> dict:
-        """Name, text mode and k."""
-        return {**super().params(), "k": self.k}
+class MinKPPDetector(MinKDetector):
+    """Min-K%++: Min-K% on standardised token log-probs (``k``: the fraction of the lowest ones averaged)."""
 
     def sample_score(self, stats: TokenStats, text: str) -> float:
         """Mean of the lowest k-fraction of standardised token log-probs."""
