@@ -52,7 +52,9 @@ REPRO ?= outputs/reproduce
 EVAL = $(PY) evaluate.py --multirun progress=false
 REPRO_SWEEP = hydra.sweep.dir=$(REPRO)
 
-reproduce: train ## The whole study on the default world -> outputs/reproduce/report.md (tables, figures, detectors)
+reproduce: $(STAMP) ## The whole study on the default world -> outputs/reproduce/report.md (tables, figures, detectors)
+	# base -> clean -> contaminated on arith; stream 2 trains the arith_pq contaminated model (seconds) itself
+	$(PY) train.py domain=arith
 	mkdir -p $(REPRO)
 	$(MAKE) --no-print-directory -j2 _repro-arith _repro-arith_pq
 	$(PY) -m contamlab.analysis.report $(REPRO)
@@ -63,9 +65,11 @@ _repro-arith: # stream 1: Tables 1-2 on arith, Figures 1-2, half of the Table 4 
 	$(EVAL) experiment=table1 domain=arith $(REPRO_SWEEP)/table1_arith
 	$(EVAL) experiment=table4 domain=arith railcap_ablation=n1,n4,n5,n7 $(REPRO_SWEEP)/table4_arith_a
 
-_repro-arith_pq: # stream 2: the detectors (while stream 1 samples the clean model), Tables 1-3 on arith_pq, Figure 1,
-	# the other half of Table 4
+# stream 2: the detectors (while stream 1 samples the clean model), the arith_pq contaminated model, Tables 1-3 and
+# Figure 1 on arith_pq, the other half of Table 4
+_repro-arith_pq:
 	$(EVAL) experiment=detectors domain=arith $(REPRO_SWEEP)/detectors_arith
+	$(PY) train.py domain=arith_pq
 	$(EVAL) experiment=figure1 domain=arith_pq $(REPRO_SWEEP)/figures_arith_pq
 	$(EVAL) experiment=table1 domain=arith_pq $(REPRO_SWEEP)/table1_arith_pq
 	$(EVAL) experiment=table4 domain=arith railcap_ablation=n2,n3,n6,ban $(REPRO_SWEEP)/table4_arith_b
@@ -118,6 +122,21 @@ bench-smollm2: $(STAMP) ## The same on SmolLM2-135M with the 8-shot GSM8K prompt
 	$(PY) benchmarks/detectors.py --model smollm2 --texts 64
 	$(PY) benchmarks/profile_sampler.py --model smollm2
 
+# The real-model run of the README: the packaged SmolLM2-135M-Instruct as both models (nothing is fine-tuned on a CPU),
+# so the metrics measure what each strategy costs a model with no contamination; then CoDeC and BenBench.
+SMOL_RUN ?= outputs/smollm2_run
+SMOL = $$($(PY) -c "from contamlab.config import compose; from contamlab.models import base_source; \
+	c = compose('evaluate', ['model=smollm2']); print(base_source(c.model, c.paths.cache_dir))")
+SMOL_ARGS = model=smollm2 domain=gsm8k domain.max_test=100 sampler.draw=inverse_cdf
+
+smollm2-run: $(STAMP) ## SmolLM2 on 100 GSM8K questions: identity, RailCap, TED (m=16) + CoDeC, BenBench (CPU: hours)
+	smol=$(SMOL); \
+	$(PY) evaluate.py -m $(SMOL_ARGS) strategy=identity,railcap,ted model.clean=$$smol model.contaminated=$$smol \
+		hydra.sweep.dir=$(SMOL_RUN)/strategies && \
+	$(PY) evaluate.py -m $(SMOL_ARGS) strategy=none detector=codec,benbench model.clean=$$smol \
+		model.contaminated=$$smol hydra.sweep.dir=$(SMOL_RUN)/detectors
+	$(PY) -m contamlab.analysis.report $(SMOL_RUN)
+
 sync: $(STAMP) ## Upload offline W&B runs (needs WANDB_API_KEY)
 	find outputs -type d -name 'offline-run-*' -print0 | xargs -0 -r $(VENV)/bin/wandb sync
 
@@ -129,4 +148,4 @@ clean: ## Remove outputs, caches and the virtual environment
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 .PHONY: help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
-	_repro-arith_pq bench bench-smollm2 sync wandb-report clean
+	_repro-arith_pq bench bench-smollm2 smollm2-run sync wandb-report clean

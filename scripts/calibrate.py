@@ -44,7 +44,7 @@ def main() -> int:
     parser.add_argument("--domains", default="arith,arith_pq", help="comma-separated domains")
     parser.add_argument("--m", type=int, default=16)
     parser.add_argument("--temperature", type=float, default=0.7)
-    parser.add_argument("--max-new-tokens", type=int, default=256)  # = evaluate.yaml, so the caches are shared
+    parser.add_argument("--max-new-tokens", type=int, default=None, help="default: the domain's budget, as evaluate.py")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of the evaluate config, e.g. model=tiny")
     args = parser.parse_args()
@@ -52,9 +52,11 @@ def main() -> int:
     ok = True
     clean_cache: dict[str, tuple] = {}
     for name in args.domains.split(","):
-        sampling = [f"m={args.m}", f"temperature={args.temperature}", f"max_new_tokens={args.max_new_tokens}"]
-        # 512 rows per decode batch: the batching the published calibration numbers were drawn with.
-        cfg = compose("evaluate", [f"domain={name}", *sampling, "sampler.batch_rows=512", *args.overrides])
+        # Same sampling settings and batching as evaluate.py, so that the two share their sample caches.
+        sampling = [f"m={args.m}", f"temperature={args.temperature}"]
+        if args.max_new_tokens is not None:
+            sampling.append(f"max_new_tokens={args.max_new_tokens}")
+        cfg = compose("evaluate", [f"domain={name}", *sampling, *args.overrides])
         domain = build_domain(cfg.domain)
         leaked = np.array([domain.split.is_leaked(q.id) for q in domain.test])
         clean_src = model_source(cfg, domain, "clean")

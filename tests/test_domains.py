@@ -107,3 +107,14 @@ def test_bad_config_values():
         load_domain("arith", leak_style="weird")
     with pytest.raises(ContamlabError, match="leak_fraction"):
         _ = load_domain("arith", leak_fraction=2.0, generator={"n_train": 50, "n_test": 10}).split
+
+
+def test_answer_budget_is_the_domains():
+    """evaluate.py's max_new_tokens defaults to the domain's budget; a bad budget names the field."""
+    from contamlab.config import compose
+
+    assert compose("evaluate", ["domain=arith"]).max_new_tokens == 128
+    assert compose("evaluate", ["domain=gsm8k"]).max_new_tokens == 256
+    assert compose("evaluate", ["domain=arith", "max_new_tokens=64"]).max_new_tokens == 64
+    with pytest.raises(ContamlabError, match="domain.max_new_tokens"):
+        load_domain("arith", max_new_tokens=0)

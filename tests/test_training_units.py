@@ -93,3 +93,19 @@ def test_general_openorca_local(data_dir, arith):
     assert len(out) == 5 and out[0].prompt.startswith("Question: ")
     with pytest.raises(Exception, match="general.source"):
         corpus.general_examples(arith, "reddit", 5, seed=0)
+
+
+def test_contaminated_epochs_keys_only_the_contaminated_stage(arith):
+    """finetune.contaminated_epochs changes the contaminated model's identity, never the shared clean one's."""
+    from contamlab.config import compose
+    from contamlab.errors import ContamlabError
+    from contamlab.training.stages import contaminated_epochs, stage_key
+
+    default = compose("train", ["domain=arith_pq"])
+    longer = compose("train", ["domain=arith_pq", "finetune.contaminated_epochs=9"])
+    assert contaminated_epochs(default) == default.finetune.epochs
+    assert contaminated_epochs(longer) == 9
+    assert stage_key(default, arith, "clean") == stage_key(longer, arith, "clean")
+    assert stage_key(default, arith, "contaminated") != stage_key(longer, arith, "contaminated")
+    with pytest.raises(ContamlabError, match="contaminated_epochs"):
+        contaminated_epochs(compose("train", ["finetune.contaminated_epochs=0"]))

@@ -69,6 +69,9 @@ _BILLS: tuple[int, ...] = (5, 10, 20, 50, 100, 200, 500)
 class ArithConfig:
     """Settings of the generator.
 
+    The defaults are the full three-level mix; the calibrated default world (``configs/domain/arith.yaml``) drops
+    level 3, which the tiny model almost never solves.
+
     Attributes:
         n_train: Number of training problems.
         n_test: Number of test problems.

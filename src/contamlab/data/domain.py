@@ -29,6 +29,8 @@ class Domain:
         max_train: Use the first ``max_train`` training questions only (None = all).
         leak_repeats: Copies of each leaked question per fine-tuning epoch of the contaminated stage (the
             contamination's strength; 1 in the paper).
+        max_new_tokens: Token budget of one response (evaluate.py's ``max_new_tokens`` defaults to it): room
+            for the longest reference solution, so that a rambling sample stops where no correct one still runs.
     """
 
     def __init__(
@@ -41,6 +43,7 @@ class Domain:
         max_test: int | None = None,
         max_train: int | None = None,
         leak_repeats: int = 1,
+        max_new_tokens: int = 256,
     ) -> None:
         self.name = name
         self.family = family
@@ -62,6 +65,9 @@ class Domain:
         if int(leak_repeats) < 1:
             raise ContamlabError(f"domain.leak_repeats={leak_repeats}: must be >= 1")
         self.leak_repeats = int(leak_repeats)
+        if int(max_new_tokens) < 1:
+            raise ContamlabError(f"domain.max_new_tokens={max_new_tokens}: must be a positive number of tokens")
+        self.max_new_tokens = int(max_new_tokens)
 
     # -- to be provided by subclasses -------------------------------------------------------------------------
     def _load_train(self) -> list[Question]:

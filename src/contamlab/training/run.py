@@ -8,6 +8,7 @@ either complete or absent.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 import warnings
@@ -27,7 +28,15 @@ from contamlab.models import base_source, load_causal_lm, load_tokenizer
 from contamlab.training import corpus
 from contamlab.training.datamodule import CausalLMDataModule, ExampleDataset, PackedDataset
 from contamlab.training.module import CausalLMModule
-from contamlab.training.stages import DONE_MARKER, content_hash, is_done, needed_stages, stage_dir, stage_key
+from contamlab.training.stages import (
+    DONE_MARKER,
+    contaminated_epochs,
+    content_hash,
+    is_done,
+    needed_stages,
+    stage_dir,
+    stage_key,
+)
 
 logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
 # Lightning's advice about ckpt_path / LeafSpec does not apply here (we resume explicitly); keep logs readable.
@@ -38,8 +47,6 @@ warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
 
 def run(cfg: DictConfig) -> dict[str, Path]:
     """Train every requested stage that is not finished yet; return the stage directories."""
-    if cfg.trainer.get("num_threads"):
-        torch.set_num_threads(int(cfg.trainer.num_threads))
     domain = build_domain(cfg.domain)
     stages = needed_stages(cfg)
     if cfg.stage != "all":
@@ -54,8 +61,22 @@ def run(cfg: DictConfig) -> dict[str, Path]:
             log.info("stage %s: done already at %s (skipped)", stage, path)
             continue
         log.info("stage %s: training into %s", stage, path)
+        _set_threads(cfg, stage)
         train_stage(cfg, domain, stage, path)
     return out
+
+
+def _set_threads(cfg: DictConfig, stage: str) -> None:
+    """Torch CPU threads of a stage: ``base.num_threads`` for the base stage, else ``trainer.num_threads``.
+
+    The base recipe names its thread count because it changes the float reductions, hence the model (so it is part
+    of the base stage's key); it is capped at the machine's cores, since oversubscribed threads slow CPU training
+    several-fold.
+    """
+    threads = cfg.base.get("num_threads") if stage == "base" and cfg.get("base") else None
+    threads = threads or cfg.trainer.get("num_threads")
+    if threads:
+        torch.set_num_threads(min(int(threads), os.cpu_count() or 1))
 
 
 def _loggers(cfg: DictConfig, work: Path, name: str) -> list[Logger]:
@@ -129,7 +150,7 @@ def _prepare(cfg: DictConfig, domain: Domain, stage: str):
         raise ContamlabError(f"finetune.global_batch={global_batch} must be a multiple of micro_batch={micro}")
     accumulate = global_batch // micro
     steps_per_epoch = -(-len(dataset) // global_batch)
-    total = steps_per_epoch * int(ft.epochs)
+    total = steps_per_epoch * (int(ft.epochs) if stage == "clean" else contaminated_epochs(cfg))
     opt = {
         "lr": float(ft.lr),
         "total_steps": total,

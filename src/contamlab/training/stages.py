@@ -51,7 +51,17 @@ def _family_key(domain: Domain) -> dict:
 def _finetune_key(cfg: DictConfig) -> dict:
     recipe = _plain(cfg.finetune)
     recipe.pop("precision", None)  # bf16 vs fp32 is a hardware choice, recorded in the summary instead
+    recipe.pop("contaminated_epochs", None)  # the contaminated stage's own (part of its key, not the clean one's)
     return recipe
+
+
+def contaminated_epochs(cfg: DictConfig) -> int:
+    """Epochs of the contaminated stage: ``finetune.contaminated_epochs``, or ``finetune.epochs`` when null."""
+    epochs = cfg.finetune.get("contaminated_epochs")
+    epochs = cfg.finetune.epochs if epochs is None else epochs
+    if int(epochs) < 1:
+        raise ContamlabError(f"finetune.contaminated_epochs={epochs}: must be >= 1 (or null = finetune.epochs)")
+    return int(epochs)
 
 
 def needed_stages(cfg: DictConfig) -> list[str]:
@@ -85,7 +95,7 @@ def stage_key(cfg: DictConfig, domain: Domain, stage: str) -> dict:
             "family": _family_key(domain),
             "seed": seed,
         }
-    return {
+    key = {
         "v": TRAIN_CODE_VERSION,
         "stage": "contaminated",
         "parent": stage_key(cfg, domain, "clean"),
@@ -93,6 +103,9 @@ def stage_key(cfg: DictConfig, domain: Domain, stage: str) -> dict:
         "split": domain.split.to_dict(),
         "seed": seed,
     }
+    if cfg.finetune.get("contaminated_epochs") is not None:
+        key["epochs"] = contaminated_epochs(cfg)
+    return key
 
 
 def stage_dir(cfg: DictConfig, domain: Domain, stage: str) -> Path:
