@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 RUNS = {
     "tiny": {
         "full fine-tune (1 doc/step)": ["base.steps=200", "finetune.epochs=1"],
+        "base on 1 thread": ["base.steps=200", "base.num_threads=1", "finetune.epochs=1"],
         "LoRA r64 (global batch 32)": [
             "base.steps=200",
             "finetune.epochs=1",
@@ -63,15 +64,20 @@ def main() -> None:
     for name, overrides in RUNS[args.model].items():
         with tempfile.TemporaryDirectory() as tmp:
             summaries = train(Path(tmp), overrides)
+        threads = "1 thread" if "base.num_threads=1" in overrides else "2 threads"
         for stage in ("base", "clean"):
-            if stage not in summaries or (stage == "base" and any(r["stage"] == "base" for r in rows)):
+            label = f"base pre-training (packed 8x256, {threads})" if stage == "base" else name
+            if stage not in summaries or any(r["run"] == label for r in rows):
                 continue
             s = summaries[stage]
-            label = "base pre-training (packed 8x256)" if stage == "base" else name
             row = {"stage": stage, "run": label, "steps": s["steps"], "wall_s": s["wall_s"]}
             row["tokens_per_s"] = s.get("tokens_per_s")
             rows.append(row)
             print(f"{label:36s} {s['steps']:6d} steps {s['wall_s']:8.1f} s {row['tokens_per_s']:9.0f} tok/s")
+    base = {r["run"]: r["tokens_per_s"] for r in rows if r["stage"] == "base"}
+    if len(base) == 2:
+        two, one = (base[f"base pre-training (packed 8x256, {t})"] for t in ("2 threads", "1 thread"))
+        print(f"base pre-training, 2 threads vs 1: {two / one:.2f}x")
     summary = {
         "model": args.model,
         "machine": platform.processor() or platform.machine(),
