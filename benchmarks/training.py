@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 RUNS = {
     "tiny": {
         "full fine-tune (1 doc/step)": ["base.steps=200", "finetune.epochs=1"],
-        "base on 1 thread": ["base.steps=200", "base.num_threads=1", "finetune.epochs=1"],
+        "full fine-tune (1 doc/step), base on 1 thread": ["base.steps=200", "base.num_threads=1", "finetune.epochs=1"],
         "LoRA r64 (global batch 32)": [
             "base.steps=200",
             "finetune.epochs=1",
