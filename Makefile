@@ -129,12 +129,14 @@ SMOL = $$($(PY) -c "from contamlab.config import compose; from contamlab.models 
 	c = compose('evaluate', ['model=smollm2']); print(base_source(c.model, c.paths.cache_dir))")
 SMOL_ARGS = model=smollm2 domain=gsm8k domain.max_test=100 sampler.draw=inverse_cdf
 
-smollm2-run: $(STAMP) ## SmolLM2 on 100 GSM8K questions: identity, RailCap, TED (m=16) + CoDeC, BenBench (CPU: hours)
+smollm2-run: $(STAMP) ## SmolLM2, 100 GSM8K questions: identity, RailCap, TED (m=16), CoDeC, BenBench (~50 min, 2 CPU cores)
 	smol=$(SMOL); \
 	$(PY) evaluate.py -m $(SMOL_ARGS) strategy=identity,railcap,ted model.clean=$$smol model.contaminated=$$smol \
 		hydra.sweep.dir=$(SMOL_RUN)/strategies && \
-	$(PY) evaluate.py -m $(SMOL_ARGS) strategy=none detector=codec,benbench model.clean=$$smol \
-		model.contaminated=$$smol hydra.sweep.dir=$(SMOL_RUN)/detectors
+	$(PY) evaluate.py -m $(SMOL_ARGS) strategy=none detector=codec detector.batch_tokens=1024 \
+		model.clean=$$smol model.contaminated=$$smol hydra.sweep.dir=$(SMOL_RUN)/codec && \
+	$(PY) evaluate.py -m $(SMOL_ARGS) strategy=none detector=benbench detector.include_train=false \
+		detector.batch_tokens=1024 model.clean=$$smol model.contaminated=$$smol hydra.sweep.dir=$(SMOL_RUN)/benbench
 	$(PY) -m contamlab.analysis.report $(SMOL_RUN)
 
 sync: $(STAMP) ## Upload offline W&B runs (needs WANDB_API_KEY)
