@@ -58,10 +58,10 @@ def _finetune_key(cfg: DictConfig) -> dict:
 
 def contaminated_epochs(cfg: DictConfig) -> int:
     """Epochs of the contaminated stage: ``finetune.contaminated_epochs``, or ``finetune.epochs`` when null."""
-    epochs = cfg.finetune.get("contaminated_epochs")
-    epochs = cfg.finetune.epochs if epochs is None else epochs
+    field = "contaminated_epochs" if cfg.finetune.get("contaminated_epochs") is not None else "epochs"
+    epochs = cfg.finetune[field]
     if int(epochs) < 1:
-        raise ContamlabError(f"finetune.contaminated_epochs={epochs}: must be >= 1 (or null = finetune.epochs)")
+        raise ContamlabError(f"finetune.{field}={epochs}: must be >= 1")
     return int(epochs)
 
 
