@@ -17,6 +17,7 @@ from rouge_score import rouge_scorer
 from tqdm.auto import tqdm
 
 from contamlab.decoding.samples import QuestionSamples
+from contamlab.models.padding import pad_batch
 
 
 def rouge_to_greedy(samples: Sequence[QuestionSamples]) -> list[list[float]]:
@@ -66,12 +67,7 @@ def divergence_ranks(
     for start in tqdm(range(0, len(order), batch_size), desc="divergence ranks", disable=not progress):
         batch = order[start : start + batch_size]
         seqs = [list(prompt_ids[i]) + list(clean_greedy_ids[i]) for i in batch]
-        width = max(len(s) for s in seqs)
-        ids = torch.full((len(batch), width), pad_id, dtype=torch.long)  # [B, W]
-        mask = torch.zeros((len(batch), width), dtype=torch.long)  # [B, W]
-        for row, seq in enumerate(seqs):
-            ids[row, : len(seq)] = torch.tensor(seq)
-            mask[row, : len(seq)] = 1
+        ids, mask = pad_batch(seqs, pad_id)  # [B, W] each
         logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float()  # [B, W, V]
         for row, i in enumerate(batch):
             p, target = len(prompt_ids[i]), list(clean_greedy_ids[i])

@@ -24,6 +24,7 @@ import torch
 from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 
 from contamlab.decoding.kv_cache import growing_cache
+from contamlab.models.padding import pad_batch
 
 # A strategy's per-step hook: (logits [R, V], generated [R, t], owner [R]) -> logits [R, V].
 StepFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -217,16 +218,10 @@ class HFSampler:
         n_prefix = len(self._prefix_ids)
         n_q = len(prompts)
         suffixes = [p[n_prefix:] for p in prompts]
-        width = max(len(s) for s in suffixes)
         # Prefill the question blocks, right-aligned after the shared prefix: [prefix][pad…][question].
-        ids = torch.full((n_q, width), self.pad_id, dtype=torch.long)  # [Q, W]
-        mask = torch.zeros((n_q, n_prefix + width), dtype=torch.long)  # [Q, P + W]
-        pos = torch.zeros((n_q, width), dtype=torch.long)  # [Q, W]
-        mask[:, :n_prefix] = 1
-        for row, s in enumerate(suffixes):
-            ids[row, width - len(s) :] = torch.tensor(s)
-            mask[row, n_prefix + width - len(s) :] = 1
-            pos[row, width - len(s) :] = torch.arange(n_prefix, n_prefix + len(s))
+        ids, question_mask = pad_batch(suffixes, self.pad_id, left=True)  # [Q, W] each
+        mask = torch.cat([torch.ones((n_q, n_prefix), dtype=torch.long), question_mask], dim=1)  # [Q, P + W]
+        pos = (n_prefix + question_mask.cumsum(dim=1) - 1) * question_mask  # [Q, W]: positions go on from the prefix
         cache = self._expanded_prefix(n_q)
         t0 = time.perf_counter()
         logits = self.model(

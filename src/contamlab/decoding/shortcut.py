@@ -44,6 +44,7 @@ from transformers import DynamicCache
 from contamlab.decoding.kv_cache import growing_cache
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_bytes, content_hash
+from contamlab.models.padding import pad_batch
 
 if TYPE_CHECKING:
     from contamlab.data.domain import Domain
@@ -294,13 +295,10 @@ def comparative_scores(
     count = 0
     for start in range(0, len(prompts), batch_size):
         seqs = [list(p) + list(c) for p, c in zip(prompts[start : start + batch_size], completions[start:])]
-        width = max(len(s) for s in seqs)
-        ids = torch.zeros((len(seqs), width), dtype=torch.long)  # [B, S]
-        mask = torch.zeros((len(seqs), width), dtype=torch.long)  # [B, S]
+        ids, mask = pad_batch(seqs, 0)  # [B, S] each
+        width = ids.shape[1]
         collect = torch.zeros((len(seqs), width), dtype=torch.bool)  # [B, S] tokens that enter the score
         for row, (seq, prompt) in enumerate(zip(seqs, prompts[start:])):
-            ids[row, : len(seq)] = torch.tensor(seq)
-            mask[row, : len(seq)] = 1
             if positions == "completion":
                 collect[row, len(prompt) : len(seq)] = True
             else:

@@ -36,6 +36,7 @@ from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput
 from contamlab.detectors.paraphrase import Paraphraser, reference_versions
 from contamlab.detectors.scoring import score_sequences
 from contamlab.errors import ContamlabError
+from contamlab.models.padding import pad_batch
 
 SEPARATORS = (" Answer:", "Answer:")
 
@@ -110,20 +111,14 @@ def greedy_continuations(
     order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
     for start in range(0, len(order), batch_size):
         batch = order[start : start + batch_size]
-        width = len(prompts[batch[0]])
-        ids = torch.full((len(batch), width), pad_id, dtype=torch.long)  # [B, T]
-        mask = torch.zeros((len(batch), width), dtype=torch.long)  # [B, T]
-        for row, i in enumerate(batch):
-            p = list(prompts[i])
-            ids[row, width - len(p) :] = torch.tensor(p)
-            mask[row, width - len(p) :] = 1
+        ids, mask = pad_batch([prompts[i] for i in batch], pad_id, left=True)  # [B, T] each
         generated = model.generate(
             input_ids=ids.to(device),
             attention_mask=mask.to(device),
             max_new_tokens=n,
             do_sample=False,
             pad_token_id=pad_id,
-        )[:, width:]  # [B, <= n]: finished rows are padded, all-finished batches stop early
+        )[:, ids.shape[1] :]  # [B, <= n]: finished rows are padded, all-finished batches stop early
         for row, i in enumerate(batch):
             tokens = generated[row].tolist()
             if eos_id is not None and eos_id in tokens:

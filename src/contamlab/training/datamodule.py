@@ -10,6 +10,7 @@ from torch.utils.data import DataLoader, Dataset
 from transformers import PreTrainedTokenizerBase
 
 from contamlab.data.general import Example
+from contamlab.models.padding import pad_batch
 
 IGNORE = -100
 
@@ -50,14 +51,8 @@ def pad_collate(pad_id: int):
     """A collate function that right-pads to the longest document in the batch and masks the padding."""
 
     def collate(batch: list[tuple[torch.Tensor, torch.Tensor]]) -> dict[str, torch.Tensor]:
-        length = max(len(ids) for ids, _ in batch)
-        input_ids = torch.full((len(batch), length), pad_id, dtype=torch.long)  # [B, T]
-        labels = torch.full((len(batch), length), IGNORE, dtype=torch.long)  # [B, T]
-        mask = torch.zeros((len(batch), length), dtype=torch.long)  # [B, T]
-        for row, (ids, lab) in enumerate(batch):
-            input_ids[row, : len(ids)] = ids
-            labels[row, : len(lab)] = lab
-            mask[row, : len(ids)] = 1
+        input_ids, mask = pad_batch([ids for ids, _ in batch], pad_id)  # [B, T] each
+        labels, _ = pad_batch([lab for _, lab in batch], IGNORE)  # [B, T]
         return {"input_ids": input_ids, "attention_mask": mask, "labels": labels}
 
     return collate
