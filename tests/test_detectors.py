@@ -104,8 +104,9 @@ def test_codec_scores_on_tiny_model(tok, model):
 
 # -- batched scoring ------------------------------------------------------------------------------------------------
 def _direct_logprobs(model, ids):
+    """The reference: one sequence, the whole vocabulary, moments in float64."""
     with torch.no_grad():
-        logits = model(torch.tensor([ids])).logits[0].float()  # [T, V]
+        logits = model(torch.tensor([ids])).logits[0].double()  # [T, V]
     logp = torch.log_softmax(logits, -1)
     lp = logp[:-1].gather(-1, torch.tensor(ids[1:])[:, None])[:, 0]
     p = logp.exp()

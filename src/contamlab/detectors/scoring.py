@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from contamlab.models.padding import pad_batch
+
 # Architectures whose logits are exactly ``lm_head(last_hidden_state)`` (no soft-capping or logit scaling), for which
 # the head can be applied position-chunk by position-chunk. Others fall back to the model's own forward.
 _PLAIN_HEAD = frozenset(
@@ -102,11 +104,7 @@ def score_sequences(
                 empty = np.zeros(0, dtype=np.float32)
                 out[i] = TokenStats(empty, empty.copy() if moments else None, empty.copy() if moments else None)
             continue
-        ids = torch.full((len(batch), longest), pad_id, dtype=torch.long)  # [B, T]
-        mask = torch.zeros((len(batch), longest), dtype=torch.long)  # [B, T]
-        for row, i in enumerate(batch):
-            ids[row, : lengths[i]] = torch.tensor(list(sequences[i]), dtype=torch.long)
-            mask[row, : lengths[i]] = 1
+        ids, mask = pad_batch([sequences[i] for i in batch], pad_id)  # [B, T] each
         ids, mask = ids.to(device), mask.to(device)
         if plain is not None:
             decoder, head = plain
@@ -128,9 +126,10 @@ def score_sequences(
             if moments:
                 p = logp.exp()  # [B, c, V]
                 m1 = (p * logp).sum(-1)  # [B, c]
-                m2 = (p * logp * logp).sum(-1)  # [B, c]
+                # Centred second moment: E[log p^2] - mu^2 cancels catastrophically in float32.
+                var = (p * (logp - m1.unsqueeze(-1)).square()).sum(-1)  # [B, c]
                 mu.append(m1)
-                sd.append((m2 - m1 * m1).clamp_min(0).sqrt().clamp_min(1e-6))
+                sd.append(var.sqrt().clamp_min(1e-6))
         lp_all = torch.cat(lp, dim=1).cpu().numpy()  # [B, T-1]
         mu_all = torch.cat(mu, dim=1).cpu().numpy() if moments else None
         sd_all = torch.cat(sd, dim=1).cpu().numpy() if moments else None
