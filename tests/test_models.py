@@ -58,3 +58,13 @@ def test_bad_dtype_and_kind():
         base_source(OmegaConf.create({"kind": "onnx", "name": "x"}), "/tmp")
     with pytest.raises(ContamlabError, match="base stage"):
         base_source(OmegaConf.create({"kind": "tiny", "name": "tiny"}), "/tmp")
+
+
+def test_pad_batch_right_and_left():
+    from contamlab.models.padding import pad_batch
+
+    ids, mask = pad_batch([[5, 6, 7], [8]], pad_id=1)
+    assert ids.tolist() == [[5, 6, 7], [8, 1, 1]] and mask.tolist() == [[1, 1, 1], [1, 0, 0]]
+    ids, mask = pad_batch([(5, 6, 7), torch.tensor([8])], pad_id=0, left=True)
+    assert ids.tolist() == [[5, 6, 7], [0, 0, 8]] and mask.tolist() == [[1, 1, 1], [0, 0, 1]]
+    assert ids.dtype == mask.dtype == torch.long
