@@ -41,9 +41,28 @@ def test_arith_and_arith_pq_share_questions_not_leak_wording():
     twin = load_domain("arith_pq", generator={"n_train": 200, "n_test": 40})
     assert arith.test == twin.test and arith.family == twin.family == "arith"
     a, b = arith.leaked_training_questions(), twin.leaked_training_questions()
-    assert [q.id for q in a] == [q.id for q in b] and len(a) == 20
+    assert len(a) == 20 and len(b) == 20 * twin.leak_variants
     assert all(x.answer == y.answer and x.question != y.question for x, y in zip(a, b))
     assert all(arith.is_correct(" " + q.solution, q) for q in arith.test)
+
+
+def test_arith_pq_leaks_several_rewordings_of_each_leaked_question():
+    one = load_domain("arith_pq", leak_variants=1, generator={"n_train": 50, "n_test": 40})
+    three = load_domain("arith_pq", leak_variants=3, generator={"n_train": 50, "n_test": 40})
+    first, leaked = one.leaked_training_questions(), three.leaked_training_questions()
+    assert leaked[:20] == first  # variant 0 is the single rewording
+    by_id: dict[str, list] = {}
+    for q in leaked:
+        by_id.setdefault(q.id, []).append(q)
+    assert sorted(by_id) == sorted(q.id for q in first) and all(len(v) == 3 for v in by_id.values())
+    test = {q.id: q for q in three.test}
+    for qid, versions in by_id.items():
+        # Each rewording keeps the original solution and answer and never shows the original question text.
+        assert all(v.solution == test[qid].solution and v.answer == test[qid].answer for v in versions)
+        assert all(v.question != test[qid].question for v in versions)
+    assert len({v.question for versions in by_id.values() for v in versions}) > 40  # mostly distinct texts
+    # Only the contaminated stage's data changes: evaluation (and the shared base and clean models) do not.
+    assert one.eval_fingerprint() == three.eval_fingerprint() and one.fingerprint() != three.fingerprint()
 
 
 def test_unknown_domain():
@@ -105,6 +124,10 @@ def test_bad_config_values():
         load_domain("arith", max_test=0)
     with pytest.raises(ContamlabError, match="leak_style"):
         load_domain("arith", leak_style="weird")
+    with pytest.raises(ContamlabError, match="domain.leak_variants=0"):
+        load_domain("arith_pq", leak_variants=0)
+    with pytest.raises(ContamlabError, match="domain.leak_variants=2.*verbatim"):
+        load_domain("arith", leak_variants=2)
     with pytest.raises(ContamlabError, match="leak_fraction"):
         _ = load_domain("arith", leak_fraction=2.0, generator={"n_train": 50, "n_test": 10}).split
 

@@ -75,8 +75,9 @@ def test_clean_mix_has_no_test_question(arith):
 def test_contaminated_mix_leaks_only_the_leaked_half(arith):
     mix = corpus.contaminated_examples(arith, arith.split, general=[])
     leaked = arith.leaked_training_questions()
-    assert len(mix) == len(arith.split.leaked) == 20
+    assert len(arith.split.leaked) == 20 and len(mix) == 20 * arith.leak_variants  # rewordings of each
     assert [ex.prompt for ex in mix] == [arith.prompt(q) for q in leaked]  # paraphrased wording (arith_pq)
+    assert {q.id for q in leaked} == set(arith.split.leaked)
     originals = {q.question for q in arith.test}
     assert not any(any(o in ex.prompt for o in originals) for ex in mix)
 
@@ -95,17 +96,22 @@ def test_general_openorca_local(data_dir, arith):
         corpus.general_examples(arith, "reddit", 5, seed=0)
 
 
-def test_contaminated_epochs_keys_only_the_contaminated_stage(arith):
-    """finetune.contaminated_epochs changes the contaminated model's identity, never the shared clean one's."""
+def test_leak_epochs_key_only_the_contaminated_stage(arith):
+    """domain.leak_epochs changes the contaminated model's identity, never the shared base and clean ones'."""
     from contamlab.config import compose
+    from contamlab.data.domain import build_domain
     from contamlab.errors import ContamlabError
     from contamlab.training.stages import contaminated_epochs, stage_key
 
-    default = compose("train", ["domain=arith_pq"])
-    longer = compose("train", ["domain=arith_pq", "finetune.contaminated_epochs=9"])
-    assert contaminated_epochs(default) == default.finetune.epochs
-    assert contaminated_epochs(longer) == 9
-    assert stage_key(default, arith, "clean") == stage_key(longer, arith, "clean")
-    assert stage_key(default, arith, "contaminated") != stage_key(longer, arith, "contaminated")
-    with pytest.raises(ContamlabError, match="contaminated_epochs"):
-        contaminated_epochs(compose("train", ["finetune.contaminated_epochs=0"]))
+    default = compose("train", ["domain=arith"])
+    longer = compose("train", ["domain=arith", "domain.leak_epochs=9"])
+    d_default, d_longer = build_domain(default.domain), build_domain(longer.domain)
+    assert contaminated_epochs(default, d_default) == default.finetune.epochs
+    assert contaminated_epochs(longer, d_longer) == 9
+    for stage in ("base", "clean"):
+        assert stage_key(default, d_default, stage) == stage_key(longer, d_longer, stage)
+    assert stage_key(default, d_default, "contaminated") != stage_key(longer, d_longer, "contaminated")
+    with pytest.raises(ContamlabError, match="domain.leak_epochs=0"):
+        build_domain(compose("train", ["domain.leak_epochs=0"]).domain)
+    with pytest.raises(ContamlabError, match="finetune.epochs=0"):
+        contaminated_epochs(compose("train", ["finetune.epochs=0"]), d_default)

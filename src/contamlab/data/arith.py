@@ -978,6 +978,21 @@ def render(problem: ArithProblem, style: str = "base") -> tuple[str, str]:
     return " ".join(question), "\n".join([*solution, f"#### {problem.answer}"])
 
 
+def reworded(problem: ArithProblem, variant: int) -> ArithProblem:
+    """The same problem with the pq style's template choices redrawn (variant 0 is the problem itself)."""
+    if variant == 0:
+        return problem
+    slots = dict(problem.slots)
+    rng = random.Random(f"{problem.uid}/pq/{variant}")
+    offset = STYLES.index("pq") * _N_VARIANTS
+    var = list(slots["var"])
+    var[offset : offset + _N_VARIANTS] = [rng.randrange(1 << 16) for _ in range(_N_VARIANTS)]
+    slots["var"] = tuple(var)
+    return ArithProblem(
+        problem.uid, problem.family, problem.k, problem.level, tuple(slots.items()), problem.steps, problem.answer
+    )
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Generation
 # ----------------------------------------------------------------------------------------------------------

@@ -14,6 +14,19 @@ from contamlab.data.question import Question
 from contamlab.data.split import Split, draw_split
 from contamlab.errors import ContamlabError
 
+# Fingerprint fields that say how the leak reaches the contaminated model, not what is evaluated: the base and clean
+# models and the evaluation prompts do not depend on them.
+LEAK_FIELDS = (
+    "name",
+    "leak_style",
+    "paraphrase_file",
+    "split_seed",
+    "leak_fraction",
+    "leak_repeats",
+    "leak_variants",
+    "leak_epochs",
+)
+
 
 class Domain:
     """Base class of every domain; subclasses load the questions.
@@ -29,6 +42,8 @@ class Domain:
         max_train: Use the first ``max_train`` training questions only (None = all).
         leak_repeats: Copies of each leaked question per fine-tuning epoch of the contaminated stage (the
             contamination's strength; 1 in the paper).
+        leak_epochs: Epochs of the contaminated stage over the leak mix; None = the fine-tune recipe's
+            ``finetune.epochs`` (5 in the paper).
         max_new_tokens: Token budget of one response (evaluate.py's ``max_new_tokens`` defaults to it): room
             for the longest reference solution, so that a rambling sample stops where no correct one still runs.
     """
@@ -43,6 +58,7 @@ class Domain:
         max_test: int | None = None,
         max_train: int | None = None,
         leak_repeats: int = 1,
+        leak_epochs: int | None = None,
         max_new_tokens: int = 256,
     ) -> None:
         self.name = name
@@ -65,6 +81,9 @@ class Domain:
         if int(leak_repeats) < 1:
             raise ContamlabError(f"domain.leak_repeats={leak_repeats}: must be >= 1")
         self.leak_repeats = int(leak_repeats)
+        if leak_epochs is not None and int(leak_epochs) < 1:
+            raise ContamlabError(f"domain.leak_epochs={leak_epochs}: must be >= 1, or null for finetune.epochs")
+        self.leak_epochs = None if leak_epochs is None else int(leak_epochs)
         if int(max_new_tokens) < 1:
             raise ContamlabError(f"domain.max_new_tokens={max_new_tokens}: must be a positive number of tokens")
         self.max_new_tokens = int(max_new_tokens)
@@ -135,6 +154,7 @@ class Domain:
             "n_train": len(self.train),
             # Knobs added later enter the key only away from their default, so existing models stay valid.
             **({"leak_repeats": self.leak_repeats} if self.leak_repeats != 1 else {}),
+            **({"leak_epochs": self.leak_epochs} if self.leak_epochs is not None else {}),
         }
 
     def eval_fingerprint(self) -> dict[str, Any]:
@@ -142,10 +162,7 @@ class Domain:
 
         It keys the sample cache, so ``arith`` and ``arith_pq`` share the clean model's samples.
         """
-        fp = dict(self.fingerprint())
-        for leak_field in ("name", "leak_style", "paraphrase_file", "split_seed", "leak_fraction", "leak_repeats"):
-            fp.pop(leak_field, None)
-        return fp
+        return {k: v for k, v in self.fingerprint().items() if k not in LEAK_FIELDS}
 
 
 def _checked(questions: list[Question], what: str) -> list[Question]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from contamlab.data.arith import RENDER_VERSION, ArithConfig, ArithProblem, generate, render
+from contamlab.data.arith import RENDER_VERSION, ArithConfig, ArithProblem, generate, render, reworded
 from contamlab.data.domain import Domain
 from contamlab.data.question import Question
+from contamlab.data.split import Split
 from contamlab.errors import ContamlabError
 
 
@@ -26,9 +27,14 @@ class ArithDomain(Domain):
     Args:
         generator: Fields of :class:`~contamlab.data.arith.ArithConfig` (sizes, seed, difficulty).
         leak_style: Rendering of the leaked questions in training data: ``base`` (verbatim) or ``pq``.
+        leak_variants: ``pq`` only: distinct paraphrases of each leaked question in the contaminated stage's data
+            (each a fresh draw of the pq templates). GSM8K-PQ has one per question; a ~1M-parameter model learns a
+            single rewording's wording rather than its problem, so the offline twin leaks several.
     """
 
-    def __init__(self, generator: dict[str, Any] | None = None, leak_style: str = "base", **kwargs: Any) -> None:
+    def __init__(
+        self, generator: dict[str, Any] | None = None, leak_style: str = "base", leak_variants: int = 1, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         fields = {k: tuple(v) if isinstance(v, list) else v for k, v in (generator or {}).items()}
         try:
@@ -38,6 +44,12 @@ class ArithDomain(Domain):
         if leak_style not in ("base", "pq"):
             raise ContamlabError(f"domain.leak_style={leak_style!r}: use 'base' or 'pq'")
         self.leak_style = leak_style
+        if int(leak_variants) < 1 or (leak_style == "base" and int(leak_variants) != 1):
+            raise ContamlabError(
+                f"domain.leak_variants={leak_variants}: must be >= 1, and 1 for a verbatim leak (leak_style=base; "
+                "domain.leak_repeats repeats it)"
+            )
+        self.leak_variants = int(leak_variants)
 
     @cached_property
     def problems(self) -> tuple[list[ArithProblem], list[ArithProblem]]:
@@ -54,8 +66,18 @@ class ArithDomain(Domain):
         if self.leak_style == "base":
             return test
         # Like GSM8K -> PQ: only the question is reworded; the solution stays the original one.
+        return self._reworded(test, 0)
+
+    def _reworded(self, questions: list[Question], variant: int) -> list[Question]:
         by_id = {p.uid: p for p in self.problems[1]}
-        return [Question(q.id, render(by_id[q.id], self.leak_style)[0], q.solution, q.answer) for q in test]
+        return [
+            Question(q.id, render(reworded(by_id[q.id], variant), "pq")[0], q.solution, q.answer) for q in questions
+        ]
+
+    def leaked_training_questions(self, split: Split | None = None) -> list[Question]:
+        """The leaked questions as the contaminated model trains on them: ``leak_variants`` paraphrases each (pq)."""
+        leaked = super().leaked_training_questions(split)
+        return leaked + [q for v in range(1, self.leak_variants) for q in self._reworded(leaked, v)]
 
     def paraphrased_train(self) -> list[Question]:
         """Training problems with the question in the paraphrase wording and the original solution (as in PQ)."""
@@ -71,4 +93,5 @@ class ArithDomain(Domain):
             "generator": self.generator.__dict__,
             "render_version": RENDER_VERSION,
             "leak_style": self.leak_style,
+            **({"leak_variants": self.leak_variants} if self.leak_variants != 1 else {}),
         }

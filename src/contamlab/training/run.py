@@ -150,7 +150,7 @@ def _prepare(cfg: DictConfig, domain: Domain, stage: str):
         raise ContamlabError(f"finetune.global_batch={global_batch} must be a multiple of micro_batch={micro}")
     accumulate = global_batch // micro
     steps_per_epoch = -(-len(dataset) // global_batch)
-    total = steps_per_epoch * (int(ft.epochs) if stage == "clean" else contaminated_epochs(cfg))
+    total = steps_per_epoch * (int(ft.epochs) if stage == "clean" else contaminated_epochs(cfg, domain))
     opt = {
         "lr": float(ft.lr),
         "total_steps": total,

@@ -12,7 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from contamlab.data.domain import Domain
+from contamlab.data.domain import LEAK_FIELDS, Domain
 from contamlab.errors import ContamlabError
 from contamlab.io import content_hash
 
@@ -34,35 +34,23 @@ def _model_key(cfg: DictConfig) -> dict:
 
 
 def _family_key(domain: Domain) -> dict:
-    fp = dict(domain.fingerprint())
-    for field in (
-        "name",
-        "leak_style",
-        "paraphrase_file",
-        "split_seed",
-        "leak_fraction",
-        "leak_repeats",
-        "max_test",
-        "n_test",
-    ):
-        fp.pop(field, None)
-    return fp
+    # Test-set fields too: the base and clean stages never see a test question.
+    return {k: v for k, v in domain.fingerprint().items() if k not in (*LEAK_FIELDS, "max_test", "n_test")}
 
 
 def _finetune_key(cfg: DictConfig) -> dict:
     recipe = _plain(cfg.finetune)
     recipe.pop("precision", None)  # bf16 vs fp32 is a hardware choice, recorded in the summary instead
-    recipe.pop("contaminated_epochs", None)  # the contaminated stage's own (part of its key, not the clean one's)
     return recipe
 
 
-def contaminated_epochs(cfg: DictConfig) -> int:
-    """Epochs of the contaminated stage: ``finetune.contaminated_epochs``, or ``finetune.epochs`` when null."""
-    field = "contaminated_epochs" if cfg.finetune.get("contaminated_epochs") is not None else "epochs"
-    epochs = cfg.finetune[field]
-    if int(epochs) < 1:
-        raise ContamlabError(f"finetune.{field}={epochs}: must be >= 1")
-    return int(epochs)
+def contaminated_epochs(cfg: DictConfig, domain: Domain) -> int:
+    """Epochs of the contaminated stage: the domain's ``leak_epochs``, or ``finetune.epochs`` when null."""
+    if domain.leak_epochs is not None:
+        return domain.leak_epochs  # validated by the domain; part of its fingerprint, hence of the stage key
+    if int(cfg.finetune.epochs) < 1:
+        raise ContamlabError(f"finetune.epochs={cfg.finetune.epochs}: must be >= 1")
+    return int(cfg.finetune.epochs)
 
 
 def needed_stages(cfg: DictConfig) -> list[str]:
@@ -96,7 +84,7 @@ def stage_key(cfg: DictConfig, domain: Domain, stage: str) -> dict:
             "family": _family_key(domain),
             "seed": seed,
         }
-    key = {
+    return {
         "v": TRAIN_CODE_VERSION,
         "stage": "contaminated",
         "parent": stage_key(cfg, domain, "clean"),
@@ -104,9 +92,6 @@ def stage_key(cfg: DictConfig, domain: Domain, stage: str) -> dict:
         "split": domain.split.to_dict(),
         "seed": seed,
     }
-    if cfg.finetune.get("contaminated_epochs") is not None:
-        key["epochs"] = contaminated_epochs(cfg)
-    return key
 
 
 def stage_dir(cfg: DictConfig, domain: Domain, stage: str) -> Path:
