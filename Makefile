@@ -133,10 +133,10 @@ smollm2-run: $(STAMP) ## SmolLM2, 100 GSM8K questions: identity, RailCap, TED (m
 	smol=$(SMOL); \
 	$(PY) evaluate.py -m $(SMOL_ARGS) strategy=identity,railcap,ted model.clean=$$smol model.contaminated=$$smol \
 		hydra.sweep.dir=$(SMOL_RUN)/strategies && \
-	$(PY) evaluate.py -m $(SMOL_ARGS) strategy=none detector=codec detector.batch_tokens=1024 \
+	$(PY) evaluate.py -m $(SMOL_ARGS) strategy=none detector=codec \
 		model.clean=$$smol model.contaminated=$$smol hydra.sweep.dir=$(SMOL_RUN)/codec && \
 	$(PY) evaluate.py -m $(SMOL_ARGS) strategy=none detector=benbench detector.include_train=false \
-		detector.batch_tokens=1024 model.clean=$$smol model.contaminated=$$smol hydra.sweep.dir=$(SMOL_RUN)/benbench
+		model.clean=$$smol model.contaminated=$$smol hydra.sweep.dir=$(SMOL_RUN)/benbench
 	$(PY) -m contamlab.analysis.report $(SMOL_RUN)
 
 sync: $(STAMP) ## Upload offline W&B runs (needs WANDB_API_KEY)

@@ -6,6 +6,10 @@
 The texts are what Loss / Zlib / Min-K% / Min-K%++ score: each test question with its reference solution. Both
 paths compute the same per-token log-probs (checked here); throughput = scored tokens / wall second. Prints a table
 and writes benchmarks/results/detectors-<model>.json.
+
+Batching can only win back what the one-by-one loop leaves idle. The run also measures this machine's dense matmul
+rate (a 2048 x 2048 float32 product on the same threads) and the loop's achieved rate from the model's linear-layer
+FLOPs per token (2 x weights, attention scores left out, so a lower bound): ``1 / fraction`` bounds any batching gain.
 """
 
 from __future__ import annotations
@@ -20,8 +24,25 @@ import numpy as np
 import torch
 from sampling import load  # benchmarks/ runs as a script directory: its sibling module
 
-from contamlab.detectors.scoring import score_sequences
+from contamlab.detectors.scoring import default_batch_tokens, score_sequences
 from contamlab.io import atomic_write_json
+
+
+def matmul_gflops(size: int = 2048, repeats: int = 5) -> float:
+    """Best-of-``repeats`` float32 GEMM rate on the current torch threads: the ceiling any forward pass can reach."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    a @ b  # warm-up
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t0)
+    return 2 * size**3 / best / 1e9
+
+
+def linear_flops_per_token(model) -> int:
+    """2 x the weights of every linear layer (LM head included): the matmul work of one token's forward pass."""
+    return 2 * sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
 
 
 @torch.no_grad()
@@ -39,7 +60,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=["tiny", "smollm2"], default="tiny")
     parser.add_argument("--texts", type=int, default=200)
-    parser.add_argument("--batch-tokens", type=int, default=8192)
+    parser.add_argument("--batch-tokens", type=int, default=None, help="default: contamlab's default for the device")
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     if args.threads:
@@ -59,25 +80,42 @@ def main() -> None:
     t0 = time.perf_counter()
     reference = one_by_one(model, sequences)
     record("one text per forward pass", time.perf_counter() - t0)
+    chosen = args.batch_tokens or default_batch_tokens(next(model.parameters()).device)
     t0 = time.perf_counter()
-    batched = score_sequences(model, sequences, pad, batch_tokens=args.batch_tokens)
-    record(f"contamlab batched (batch_tokens={args.batch_tokens})", time.perf_counter() - t0)
+    batched = score_sequences(model, sequences, pad, batch_tokens=chosen)
+    record(f"contamlab batched (batch_tokens={chosen})", time.perf_counter() - t0)
     t0 = time.perf_counter()
-    score_sequences(model, sequences, pad, moments=True, batch_tokens=args.batch_tokens)
+    score_sequences(model, sequences, pad, moments=True, batch_tokens=chosen)
     record("contamlab batched + Min-K%++ moments", time.perf_counter() - t0)
+    if chosen != 8192:
+        t0 = time.perf_counter()
+        score_sequences(model, sequences, pad, batch_tokens=8192)
+        record("contamlab batched (batch_tokens=8192)", time.perf_counter() - t0)
     worst = max(float(np.abs(a - b.logprobs).max()) for a, b in zip(reference, batched))
+    peak = matmul_gflops()
+    flops = linear_flops_per_token(model)
+    loop_gflops = rows[0]["tok_per_s"] * flops / 1e9
     summary = {
         "model": args.model,
         "texts": len(texts),
         "mean_tokens": tokens / len(texts),
         "speedup_batched": rows[1]["tok_per_s"] / rows[0]["tok_per_s"],
         "max_abs_logprob_difference": worst,
+        "matmul_peak_gflops": peak,
+        "linear_flops_per_token": flops,
+        "one_by_one_gflops": loop_gflops,
+        "one_by_one_peak_fraction": loop_gflops / peak,
+        "batching_ceiling": peak / loop_gflops,
         "threads": torch.get_num_threads(),
         "machine": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
         "rows": rows,
     }
     print(f"\nbatched vs one-by-one: {summary['speedup_batched']:.2f}x (max |Δ log p| {worst:.1e})")
+    print(
+        f"one-by-one runs its linear layers at {loop_gflops:.1f} GFLOP/s, {loop_gflops / peak:.0%} of this machine's "
+        f"{peak:.1f} GFLOP/s float32 GEMM: no batching can be more than {peak / loop_gflops:.1f}x faster here"
+    )
     out = Path(__file__).parent / "results" / f"detectors-{args.model}.json"
     atomic_write_json(out, summary)
     print(f"written {out}")

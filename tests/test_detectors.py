@@ -18,6 +18,7 @@ from contamlab.detectors.minkpp import minkpp_score
 from contamlab.detectors.paraphrase import OpenAIParaphraser, preserves_numbers
 from contamlab.detectors.report import detector_table
 from contamlab.detectors.zlib import zlib_entropy, zlib_score
+from contamlab.errors import ContamlabError
 from contamlab.models.tiny import build_tiny_model, train_tokenizer
 
 TEXTS = [
@@ -276,3 +277,15 @@ def test_paraphraser_checks_numbers_retries_and_caches(tmp_path, monkeypatch):
     assert "secret" not in str(para.identity())
     again = OpenAIParaphraser("http://x/v1", "m", cache_dir=str(tmp_path), post=lambda *a: 1 / 0)
     assert again.paraphrase(q, 0) == out  # served from the cache
+
+
+def test_batch_tokens_default_follows_the_device_and_bad_values_are_named(tok, model):
+    assert scoring.default_batch_tokens(torch.device("cpu")) == 1024
+    assert scoring.default_batch_tokens(torch.device("cuda")) == 8192
+    seqs = [tok(t)["input_ids"] for t in TEXTS[:3]]
+    auto = scoring.score_sequences(model, seqs, tok.pad_token_id)
+    explicit = scoring.score_sequences(model, seqs, tok.pad_token_id, batch_tokens=8192)
+    for a, b in zip(auto, explicit):
+        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-5)
+    with pytest.raises(ContamlabError, match="detector.batch_tokens=0"):
+        scoring.score_sequences(model, seqs, tok.pad_token_id, batch_tokens=0)

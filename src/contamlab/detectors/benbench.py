@@ -142,7 +142,7 @@ class BenBenchDetector(Detector):
         max_samples: Items per split (random subset, Python random seed 666, as the reference code; 3000 there).
         paraphraser: Source of references where the domain has none (an instantiated :class:`Paraphraser`).
         batch_size: Prompts per generation batch.
-        batch_tokens: Rows x padded length per perplexity forward pass.
+        batch_tokens: Rows x padded length per perplexity forward pass (None: 1,024 on a CPU, 8,192 on an accelerator).
     """
 
     version = 1
@@ -160,7 +160,7 @@ class BenBenchDetector(Detector):
         max_samples: int | None = 3000,
         paraphraser: Paraphraser | None = None,
         batch_size: int = 64,
-        batch_tokens: int = 8192,
+        batch_tokens: int | None = None,
     ) -> None:
         super().__init__(name)
         self.ngram = [int(n) for n in ngram]
@@ -174,7 +174,8 @@ class BenBenchDetector(Detector):
         self.score_name, self.relative, self.include_train = score, bool(relative), bool(include_train)
         self.max_samples = max_samples
         self.paraphraser = paraphraser
-        self.batch_size, self.batch_tokens = int(batch_size), int(batch_tokens)
+        self.batch_size = int(batch_size)
+        self.batch_tokens = None if batch_tokens is None else int(batch_tokens)
 
     def params(self) -> dict[str, Any]:
         """Everything that changes the scores."""

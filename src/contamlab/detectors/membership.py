@@ -48,7 +48,7 @@ def _load_stats(path: Path, n: int) -> list[TokenStats] | None:
     ]
 
 
-def token_stats(ctx: DetectionContext, texts: Sequence[str], batch_tokens: int = 8192) -> list[TokenStats]:
+def token_stats(ctx: DetectionContext, texts: Sequence[str], batch_tokens: int | None = None) -> list[TokenStats]:
     """Per-token log-probs and vocabulary moments of ``texts`` under the context's model (cached by content)."""
     key = {"v": STATS_VERSION, "model": ctx.model_key, "texts": content_hash(list(texts), 24)}
     path = Path(ctx.cache_dir) / "token_stats" / f"{content_hash(key)}.parquet" if ctx.cache_dir else None
@@ -73,13 +73,13 @@ class MembershipDetector(Detector):
         name: Config name.
         text: What is scored: ``document`` (question block + reference response, the default: the whole training
             text), ``question`` or ``answer``.
-        batch_tokens: Rows x padded length per forward pass.
+        batch_tokens: Rows x padded length per forward pass (None: 1,024 on a CPU, 8,192 on an accelerator).
     """
 
-    def __init__(self, name: str, text: str = "document", batch_tokens: int = 8192) -> None:
+    def __init__(self, name: str, text: str = "document", batch_tokens: int | None = None) -> None:
         super().__init__(name)
         self.text = text
-        self.batch_tokens = int(batch_tokens)
+        self.batch_tokens = None if batch_tokens is None else int(batch_tokens)
 
     def params(self) -> dict:
         """Name and text mode (the batch size does not change scores)."""
