@@ -20,7 +20,7 @@ from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput,
 from contamlab.detectors.scoring import TokenStats, score_sequences
 from contamlab.io import atomic_path, content_hash
 
-STATS_VERSION = 1
+STATS_VERSION = 2  # 2: Min-K%++ sigma from the centred second moment (float32 cancellation)
 
 
 def _save_stats(path: Path, stats: Sequence[TokenStats]) -> None:
