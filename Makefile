@@ -127,7 +127,7 @@ bench-smollm2: $(STAMP) ## The same on SmolLM2-135M with the 8-shot GSM8K prompt
 SMOL_RUN ?= outputs/smollm2_run
 SMOL = $$($(PY) -c "from contamlab.config import compose; from contamlab.models import base_source; \
 	c = compose('evaluate', ['model=smollm2']); print(base_source(c.model, c.paths.cache_dir))")
-SMOL_ARGS = model=smollm2 domain=gsm8k domain.max_test=100 sampler.draw=inverse_cdf
+SMOL_ARGS = model=smollm2 domain=gsm8k domain.max_test=100
 
 smollm2-run: $(STAMP) ## SmolLM2, 100 GSM8K questions: identity, RailCap, TED (m=16), CoDeC, BenBench (~50 min, 2 CPU cores)
 	smol=$(SMOL); \

@@ -16,7 +16,7 @@ import platform
 from pathlib import Path
 
 import torch
-from sampling import load  # benchmarks/ runs as a script directory: its sibling module
+from sampling import configured_draw, load  # benchmarks/ runs as a script directory: its sibling module
 from torch.profiler import ProfilerActivity, profile
 
 from contamlab.decoding.sampler import HFSampler
@@ -30,8 +30,9 @@ def main() -> None:
     parser.add_argument("--m", type=int, default=16)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--top", type=int, default=15)
-    parser.add_argument("--draw", choices=["multinomial", "inverse_cdf"], default="multinomial")
+    parser.add_argument("--draw", choices=["multinomial", "inverse_cdf"], default=None, help="default: the model's")
     args = parser.parse_args()
+    args.draw = args.draw or configured_draw(args.model)
     _, domain, model, tokenizer = load(args.model)
     prompts = [domain.prompt(q) for q in domain.test[: args.questions]]
     sampler = HFSampler(model, tokenizer, stop=(), max_new_tokens=args.max_new_tokens, draw=args.draw)

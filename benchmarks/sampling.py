@@ -45,6 +45,11 @@ def load(model_name: str):
     return cfg, build_domain(cfg.domain), load_causal_lm(source), load_tokenizer(source)
 
 
+def configured_draw(model_name: str) -> str:
+    """The HF sampler's draw that evaluate.py uses for this model (``sampler.draw``)."""
+    return str(compose("evaluate", [f"model={model_name}"]).sampler.draw)
+
+
 def plain_generate(model, tokenizer, prompts, m, temperature, max_new, seed):
     """What a researcher would write: left-padded batch, prompt prefilled m times."""
     tokenizer.padding_side = "left"
@@ -103,7 +108,8 @@ def main() -> None:
     )
     record(f"per-sample generate loop ({len(few)} q)", tokens, time.perf_counter() - t0)
 
-    sampler = HFSampler(model, tokenizer, stop=(), max_new_tokens=args.max_new_tokens, batch_rows=256)
+    draw = configured_draw(args.model)
+    sampler = HFSampler(model, tokenizer, stop=(), max_new_tokens=args.max_new_tokens, batch_rows=256, draw=draw)
     ids = sampler.encode(prompts)
     prefix = sampler.set_prefix(ids)
     greedy = [g[0] for g in sampler.decode(ids, 1, 1.0, 0, greedy=True)]
@@ -137,6 +143,7 @@ def main() -> None:
         "questions": len(prompts),
         "m": args.m,
         "max_new_tokens": args.max_new_tokens,
+        "draw": draw,
         "shared_prefix_tokens": prefix,
         "mean_prompt_tokens": sum(map(len, ids)) / len(ids),
         "speedup_vs_generate": ours / base,

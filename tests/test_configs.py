@@ -114,3 +114,18 @@ def test_experiment_sweeps_name_real_options(option):
         group = key.lstrip("+")
         if group in GROUPS:
             assert set(str(values).split(",")) <= set(_options(group)), (option, key)
+
+
+def test_sampler_draw_is_the_models():
+    """Real models draw by inverse CDF (cheap on big vocabularies); the tiny world keeps its calibrated draw,
+    and the draw never changes a trained model's identity."""
+    from contamlab.data.domain import build_domain
+    from contamlab.training.stages import stage_key
+
+    assert compose("evaluate", ["model=tiny"]).sampler.draw == "multinomial"
+    for model in ("smollm2", "pythia", "llama2", "gemma"):
+        assert compose("evaluate", [f"model={model}"]).sampler.draw == "inverse_cdf"
+    assert compose("evaluate", ["model=tiny", "sampler.draw=inverse_cdf"]).sampler.draw == "inverse_cdf"
+    default, redrawn = compose("train", []), compose("train", ["model.draw=inverse_cdf"])
+    domain = build_domain(default.domain)
+    assert stage_key(default, domain, "base") == stage_key(redrawn, domain, "base")

@@ -313,8 +313,8 @@ class HFSampler:
     def _draw(self, probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """One token per row from ``probs`` ([R, V] on the CPU).
 
-        ``multinomial`` (default; the calibrated default world was drawn with it) makes torch draw exponential noise
-        for every vocabulary entry: 15 % of SmolLM2's decode time with a 49k vocabulary. ``inverse_cdf`` draws one
+        ``multinomial`` (the default world's calibrated draw) makes torch draw exponential noise for every vocabulary
+        entry: 15 % of SmolLM2's decode time with a 49k vocabulary. ``inverse_cdf`` (the configs' default) draws one
         uniform per row and searches the cumulative distribution: the same distribution, other samples.
         """
         if self.draw == "multinomial":

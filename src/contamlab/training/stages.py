@@ -28,9 +28,9 @@ def _plain(node: Any) -> Any:
 
 def _model_key(cfg: DictConfig) -> dict:
     model = _plain(cfg.model)
-    # Where the user's own pair lives, and how it is batched when sampled, do not change how the simulated ones are
-    # trained.
-    return {k: v for k, v in model.items() if k not in ("clean", "contaminated", "batch_rows")}
+    # Where the user's own pair lives, and how it is batched and drawn from when sampled, do not change how the
+    # simulated ones are trained.
+    return {k: v for k, v in model.items() if k not in ("clean", "contaminated", "batch_rows", "draw")}
 
 
 def _family_key(domain: Domain) -> dict:
