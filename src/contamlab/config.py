@@ -26,6 +26,20 @@ def config_dir() -> Path:
     return path
 
 
+def set_threads(threads: int | None) -> None:
+    """Torch CPU threads for this process, capped at the machine's cores (None: torch's default).
+
+    Oversubscribed threads slow CPU training and sampling several-fold, so a config written for a bigger machine
+    never asks for more threads than there are cores.
+    """
+    import os
+
+    import torch
+
+    if threads:
+        torch.set_num_threads(min(int(threads), os.cpu_count() or 1))
+
+
 def compose(
     config_name: str = "evaluate", overrides: Sequence[str] = (), return_hydra_config: bool = False
 ) -> DictConfig:

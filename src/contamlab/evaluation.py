@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from omegaconf import DictConfig, OmegaConf
 
-from contamlab.config import build
+from contamlab.config import build, set_threads
 from contamlab.data.domain import Domain, build_domain
 from contamlab.decoding.pipeline import greedy_set, sample_set
 from contamlab.decoding.sampler import encode_prompts
@@ -153,8 +152,7 @@ def compute_metrics(
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run one evaluation job and write results.json and per_question.csv into the job's output directory."""
-    if cfg.get("threads"):
-        torch.set_num_threads(int(cfg.threads))
+    set_threads(cfg.get("threads"))
     domain = build_domain(cfg.domain)
     detector = build(cfg.detector, "detector") if cfg.detector.get("_target_") else None
     if not cfg.strategy.get("_target_"):

@@ -8,19 +8,17 @@ either complete or absent.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import time
 import warnings
 from pathlib import Path
 
 import lightning as L
-import torch
 from lightning.pytorch.callbacks import ModelCheckpoint, OnExceptionCheckpoint
 from lightning.pytorch.loggers import CSVLogger, Logger, WandbLogger
 from omegaconf import DictConfig, OmegaConf
 
-from contamlab.config import log
+from contamlab.config import log, set_threads
 from contamlab.data.domain import Domain, build_domain
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json
@@ -70,13 +68,10 @@ def _set_threads(cfg: DictConfig, stage: str) -> None:
     """Torch CPU threads of a stage: ``base.num_threads`` for the base stage, else ``trainer.num_threads``.
 
     The base recipe names its thread count because it changes the float reductions, hence the model (so it is part
-    of the base stage's key); it is capped at the machine's cores, since oversubscribed threads slow CPU training
-    several-fold.
+    of the base stage's key).
     """
     threads = cfg.base.get("num_threads") if stage == "base" and cfg.get("base") else None
-    threads = threads or cfg.trainer.get("num_threads")
-    if threads:
-        torch.set_num_threads(min(int(threads), os.cpu_count() or 1))
+    set_threads(threads or cfg.trainer.get("num_threads"))
 
 
 def _loggers(cfg: DictConfig, work: Path, name: str) -> list[Logger]:
