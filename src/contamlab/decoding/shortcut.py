@@ -458,7 +458,7 @@ class LocateConfig:
 
     questions: int = 100
     seed: int = 42
-    block: int = 64
+    block: int = 128  # as configs/strategy/shortcut.yaml (4 blocks per tiny-model layer)
     positions: str = "completion"
     max_new_tokens: int = 128
     include_last_layer: bool = False
