@@ -53,7 +53,7 @@ EVAL = $(PY) evaluate.py --multirun progress=false
 REPRO_SWEEP = hydra.sweep.dir=$(REPRO)
 
 reproduce: $(STAMP) ## The whole study on the default world -> outputs/reproduce/report.md (tables, figures, detectors)
-	# base -> clean -> contaminated on arith; stream 2 trains the arith_pq contaminated model (seconds) itself
+	# base -> clean -> contaminated on arith; stream 2 trains the arith_pq contaminated model (about a minute) itself
 	$(PY) train.py domain=arith
 	mkdir -p $(REPRO)
 	$(MAKE) --no-print-directory -j2 _repro-arith _repro-arith_pq
