@@ -6,7 +6,7 @@
 Targets: the clean model's greedy accuracy in [0.25, 0.75]; its solve probabilities (m >= 16, tau 0.7) occupy at least
 5 of 10 equal-width bins with >= 5% of questions each; the contaminated model beats the clean one on leaked questions
 by >= 0.3 in mean solve probability and differs by < 0.1 on unleaked ones. Prints the numbers and writes
-outputs/calibration/<model>-<domain>.json. Exit status 1 when a target is missed.
+outputs/calibration/<model>-<domain>-seed<seed>.json. Exit status 1 when a target is missed.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def main() -> int:
             "checks": checks,
         }
         report = json.loads(json.dumps(report, default=float))
-        path = Path(cfg.paths.root_dir) / "outputs" / "calibration" / f"{cfg.model.name}-{name}.json"
+        path = Path(cfg.paths.root_dir) / "outputs" / "calibration" / f"{cfg.model.name}-{name}-seed{cfg.seed}.json"
         atomic_write_json(path, report)
         print(f"\n== calibration: model={cfg.model.name} domain={name} (n={len(domain.test)}, m={args.m}) ==")
         print(f"clean greedy accuracy      {g_cl.mean():.3f}   (contaminated {g_co.mean():.3f})")
