@@ -104,7 +104,7 @@ def test_calibration_script_runs(trained):
         timeout=600,
     )
     assert result.returncode in (0, 1), result.stderr  # 1 = targets missed, which a 20-step model does
-    report = json.loads((tmp / "outputs" / "calibration" / "tiny-arith.json").read_text())
+    report = json.loads((tmp / "outputs" / "calibration" / "tiny-arith-seed0.json").read_text())
     assert report["n_test"] == 20 and len(report["clean_solve_bins_10"]) == 10
     assert "clean greedy accuracy" in result.stdout
 
