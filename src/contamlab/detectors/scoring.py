@@ -59,8 +59,9 @@ def default_batch_tokens(device: torch.device) -> int:
     """Rows x padded length per forward pass when the config leaves ``batch_tokens`` null.
 
     A CPU's caches favour batches of about a thousand tokens: ``benchmarks/detectors.py`` measured batched scoring
-    at 2.2x the one-text loop with 1,024-token batches and 1.65x with 8,192 (tiny model), 0.95x and 0.80x (SmolLM2,
-    whose one-text loop already runs its matmuls near the CPU's GEMM rate). Accelerators want large batches.
+    at 2.27-2.52x the one-text loop with 1,024-token batches and 1.84-2.00x with 8,192 (tiny model), 1.21x and 0.88x
+    (SmolLM2, whose one-text loop already runs its matmuls at half the CPU's GEMM rate). Accelerators want large
+    batches.
     """
     return 1024 if device.type == "cpu" else 8192
 
