@@ -1,6 +1,5 @@
 """Detectors on hand-made log-prob vectors and a tiny random model: formulas, alignment, batching, evaluation."""
 
-import math
 import zlib
 
 import numpy as np
