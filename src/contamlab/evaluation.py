@@ -300,9 +300,13 @@ def _log_wandb(cfg, results, out_dir, figures=None) -> None:
         import wandb
 
         flat = {f"eval/{group}/{k}": v for group, e in results["metrics"].items() for k, v in e["values"].items()}
+        if "floor" in results:
+            floor = results["floor"]["metrics"]
+            flat.update({f"eval/floor/{g}/{k}": v for g, e in floor.items() for k, v in e["values"].items()})
         flat.update({f"eval/stability/{k}": v for k, v in results.get("stability", {}).items() if k != "seeds"})
         for group, values in results.get("figure1", {}).items():
-            flat.update({f"eval/figure1/{group}/{k}": v for k, v in values.items()})
+            if isinstance(values, dict):  # leaked / unleaked (the ROUGE-L interval is a list)
+                flat.update({f"eval/figure1/{group}/{k}": v for k, v in values.items()})
         run.log(flat)
         run.log({"eval/per_question": wandb.Table(dataframe=pd.read_csv(out_dir / "per_question.csv"))})
         if figures:

@@ -272,6 +272,8 @@ def build_report(root: str | Path) -> str | None:
             if len(capped) > 1:
                 fig = figures.ablation_figure(capped, root / "figures" / f"table4_{model}_{domain}.png")
                 lines += [f"![Table 4, {model} × {domain}]({_rel(fig, root)})", ""]
+        if here:
+            lines += _claims_section(results, here, railcap, model, domain)
     if main:
         title = "## Table 3: SA-PPG per strategy and setting (best non-trivial strategy in bold)"
         lines += [title, "", table3(main), ""]
@@ -283,6 +285,21 @@ def build_report(root: str | Path) -> str | None:
         lines += ["## Detectors (AUROC, leaked vs unleaked; the clean model is the control)", ""]
         lines += [detector_table(detection), ""]
     return "\n".join(lines)
+
+
+def _claims_section(results, here, railcap, model: str, domain: str) -> list[str]:
+    """The paper's claims held against this setting (:mod:`contamlab.analysis.claims`)."""
+    from contamlab.analysis.claims import claims
+
+    def newest(block: str) -> dict[str, Any] | None:
+        for _, r in results:  # newest first
+            if block in r and (r["config"]["model"]["name"], r["config"]["domain"]["name"]) == (model, domain):
+                return r[block]
+        return None
+
+    body = claims(here, railcap, newest("figure1"), newest("stability"))
+    header = ["claim (verdict rule)", "paper (Llama-2 × GSM8K)", "this setting (95% interval)", "verdict"]
+    return ["### Claims of the paper", "", _table(header, body), ""]
 
 
 def _figure_sections(results: list[tuple[Path, dict[str, Any]]], root: Path) -> list[str]:

@@ -11,6 +11,7 @@ from contamlab.metrics.gaps import (
     bootstrap_intervals,
     g_ap,
     gap_metrics,
+    paired_difference,
     per_bin_table,
     readout_stability,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "discrete_readout",
     "g_ap",
     "gap_metrics",
+    "paired_difference",
     "per_bin_table",
     "readout_stability",
     "solve_probabilities",
