@@ -25,6 +25,10 @@ def test_single_job_writes_results(trained):
     rows = list(csv.DictReader((out / "per_question.csv").open()))
     assert len(rows) == 20 and sum(int(r["leaked"]) for r in rows) == 10
     assert all(int(r["clean_m"]) == 4 for r in rows)
+    # G-AP and SA-PPG's ingredients recomputed from the per-question table.
+    r01 = [(int(r["r01_strategy"]), int(r["r01_clean"])) for r in rows]
+    assert values["g_ap"] == pytest.approx(abs(sum(a for a, _ in r01) - sum(c for _, c in r01)) / 20)
+    assert values["a_ppg"] == pytest.approx(sum(abs(float(r["r_strategy"]) - float(r["r_clean"])) for r in rows) / 20)
 
 
 def test_grid_reuses_clean_samples(trained):

@@ -205,7 +205,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     figures = _analyses(cfg, domain, results, clean_greedy, clean, clean_2, cont, leaked, out_dir, progress)
     atomic_write_json(out_dir / "results.json", results)
     domain.split.save(out_dir / "split.json")
-    _write_per_question(out_dir / "per_question.csv", domain, leaked, clean_bins, clean, cont)
+    _write_per_question(out_dir / "per_question.csv", domain, leaked, clean_bins, clean, cont, r01_cl, r01_co)
     _log_wandb(cfg, results, out_dir, figures)
     v = metrics["all"]["values"]
     log.info(
@@ -222,7 +222,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     return results
 
 
-def _write_per_question(path, domain, leaked, clean_bins, clean, cont) -> None:
+def _write_per_question(path, domain, leaked, clean_bins, clean, cont, r01_cl, r01_co) -> None:
     rows = [
         [
             "id",
@@ -234,9 +234,11 @@ def _write_per_question(path, domain, leaked, clean_bins, clean, cont) -> None:
             "strategy_kept",
             "r_clean",
             "r_strategy",
+            "r01_clean",
+            "r01_strategy",
         ]
     ]
-    for q, lk, b, cl, co in zip(domain.test, leaked, clean_bins, clean, cont):
+    for q, lk, b, cl, co, a, z in zip(domain.test, leaked, clean_bins, clean, cont, r01_cl, r01_co):
         rows.append(
             [
                 q.id,
@@ -247,6 +249,8 @@ def _write_per_question(path, domain, leaked, clean_bins, clean, cont) -> None:
                 *co.kept_counts(),
                 f"{cl.solve_probability():.6f}",
                 f"{co.solve_probability():.6f}",
+                int(a),
+                int(z),
             ]
         )
     buffer = io.StringIO()
