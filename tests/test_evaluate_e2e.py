@@ -107,7 +107,10 @@ def test_bad_input_is_one_line(trained, override, message):
 def test_wandb_offline_run_is_written(trained, monkeypatch):
     tmp, _, _ = trained
     monkeypatch.setenv("WANDB_MODE", "offline")
-    result = evaluate(tmp, "strategy=identity", "logger=wandb", tag="wandb")
+    # Figure 1 and 2 too: every results block (floor, stability, figure1 with its interval) goes to W&B.
+    result = evaluate(
+        tmp, "strategy=identity", "logger=wandb", "experiment=figure2", "analysis.figure1=true", tag="wandb"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     runs = list((tmp / "runs" / "wandb").rglob("offline-run-*"))
     assert runs, "no offline W&B run directory"
