@@ -65,8 +65,15 @@ def compose(
 
 
 def run_safely(fn: Callable[[DictConfig], Any], cfg: DictConfig) -> Any:
-    """Run an entry point's ``run(cfg)``; a :class:`ContamlabError` becomes one line on stderr and exit status 2."""
+    """Validate the config, then run an entry point's ``run(cfg)``.
+
+    A bad value (:func:`contamlab.validation.validate`, before any data or model loads) or any other
+    :class:`ContamlabError` becomes one line on stderr and exit status 2.
+    """
+    from contamlab.validation import validate
+
     try:
+        validate(cfg)
         return fn(cfg)
     except ContamlabError as err:
         print(f"contamlab: error: {err}", file=sys.stderr)
