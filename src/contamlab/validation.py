@@ -192,8 +192,9 @@ def _check_rules(cfg: DictConfig, rules: dict[str, tuple[Check, str]]) -> None:
 
 
 def _parameters(target: Any) -> tuple[dict[str, str], bool] | None:
-    """Named parameters of a callable (a class: its ``__init__`` and, through ``**kwargs``, its bases') and their
-    annotations as text; None when the signature cannot be read.
+    """Named parameters of a callable and their annotations as text; None when the signature cannot be read.
+
+    A class contributes its ``__init__`` and, while each passes ``**kwargs`` on, its bases' ``__init__``.
 
     Returns:
         ``({name: annotation}, open)``; ``open`` is True when a ``**kwargs`` nobody consumes accepts anything.
