@@ -64,6 +64,22 @@ def compose(
         raise ContamlabError(f"config error: {str(err).splitlines()[0]}") from None
 
 
+def group_choice(cfg: DictConfig, group: str) -> str | None:
+    """The option a config group was composed from (``model=pythia`` → ``pythia``), as typed on the command line.
+
+    ``model.name`` may differ (``pythia-12b``), and only the option is a valid ``model=`` value. None outside a
+    Hydra app (a config built by :func:`compose` without its Hydra node).
+    """
+    from hydra.core.hydra_config import HydraConfig
+
+    if HydraConfig.initialized():
+        choice = HydraConfig.get().runtime.choices.get(group)
+        return str(choice) if choice is not None else None
+    hydra = cfg.get("hydra") if "hydra" in cfg else None
+    choices = hydra.get("runtime", {}).get("choices", {}) if hydra is not None else {}
+    return str(choices[group]) if group in choices else None
+
+
 def run_safely(fn: Callable[[DictConfig], Any], cfg: DictConfig) -> Any:
     """Validate the config, then run an entry point's ``run(cfg)``.
 

@@ -84,7 +84,7 @@ def looks_like_path(source: str) -> bool:
 
 def _not_found(source: str | Path, err: Exception) -> ContamlabError:
     offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
-    first = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+    first = str(err).splitlines()[0][:200].rstrip(". ") if str(err) else type(err).__name__
     hint = (
         "the hub is disabled (HF_HUB_OFFLINE=1): download the model elsewhere and pass its local directory"
         if offline
