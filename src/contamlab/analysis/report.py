@@ -48,9 +48,15 @@ def load_results(root: str | Path) -> list[tuple[Path, dict[str, Any]]]:
     return sorted(found, key=lambda item: os.path.getmtime(item[0]), reverse=True)
 
 
-def metric_rows(results: list[tuple[Path, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """One flat row per restoration job (model, domain, strategy + its parameters, every metric per group)."""
-    rows, seen = [], set()
+def metric_rows(
+    results: list[tuple[Path, dict[str, Any]]], dropped: list[tuple[Path, Path]] | None = None
+) -> list[dict[str, Any]]:
+    """One flat row per restoration job (model, domain, strategy + its parameters, every metric per group).
+
+    A job that repeats an earlier one in ``results`` (same model, domain, strategy, m, questions, sampling and model
+    sources; ``load_results`` lists the newest first) is dropped; ``dropped`` collects ``(dropped, kept)`` paths.
+    """
+    rows, seen = [], {}
     for path, result in results:
         if "metrics" not in result:
             continue  # detection-only job
@@ -69,8 +75,10 @@ def metric_rows(results: list[tuple[Path, dict[str, Any]]]) -> list[dict[str, An
         models = sorted((result.get("models") or {}).items())
         key = (row["model"], row["domain"], row["strategy"], row["m"], row["questions"], str(sampling), str(models))
         if key in seen:
+            if dropped is not None:
+                dropped.append((path, seen[key]))
             continue
-        seen.add(key)
+        seen[key] = path
         for group, entry in result["metrics"].items():
             for name in METRICS:
                 row[f"{group}/{name}"] = entry["values"][name]
@@ -196,8 +204,12 @@ def build_report(root: str | Path) -> str | None:
     results = load_results(root)
     if not results:
         return None
-    rows = metric_rows(results)
+    dropped: list[tuple[Path, Path]] = []
+    rows = metric_rows(results, dropped)
     lines = ["# contamlab report", "", f"{len(results)} job results under `{root}`.", ""]
+    if dropped:
+        merged = "; ".join(f"`{_rel(old, root)}` (kept `{_rel(new, root)}`)" for old, new in dropped)
+        lines += [f"{len(dropped)} duplicate run(s) dropped, the newer results.json kept: {merged}.", ""]
     settings = sorted({(r["model"], r["domain"]) for r in rows})
     main = _label_rows([r for r in rows if _is_main(r)])
     for model, domain in settings:
