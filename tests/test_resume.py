@@ -2,6 +2,7 @@
 
 import csv
 import json
+import logging
 import subprocess
 import sys
 import textwrap
@@ -31,6 +32,7 @@ SMALL = [
     "base.paraphrase_n=0",
     "base.num_threads=1",
     "trainer.log_every_n_steps=1",
+    "trainer.progress_every_n_steps=4",
     "trainer.enable_progress_bar=false",
     "logger=csv",
 ]
@@ -69,8 +71,14 @@ def _rows(stage: Path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
-def test_killed_stage_resumes_exactly(tmp_path):
+def test_killed_stage_resumes_exactly(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="contamlab")
     reference = _train(tmp_path / "whole")
+    # Not a terminal: a log line every 4 steps over the stage's 20 (not per epoch of 7 batches), with an ETA.
+    steps = [r.getMessage() for r in caplog.records if ": step " in r.getMessage()]
+    assert [m.split(": step ")[1].split(" ")[0] for m in steps] == ["4/20", "8/20", "12/20", "16/20", "20/20"]
+    assert all(" tok/s  elapsed " in m and " ETA " in m and " loss " in m for m in steps)
+    caplog.clear()
 
     models = tmp_path / "killed"
     killed = subprocess.run(
@@ -84,6 +92,9 @@ def test_killed_stage_resumes_exactly(tmp_path):
     assert torch.load(partial / "checkpoints" / "last.ckpt", weights_only=False)["global_step"] == 12
 
     resumed = _train(models)
+    messages = [r.getMessage() for r in caplog.records]
+    assert "stage base: resumed at step 12/20" in messages
+    assert [m.split(": step ")[1].split(" ")[0] for m in messages if ": step " in m] == ["16/20", "20/20"]
     assert resumed.name == reference.name  # same stage key
     summary = json.loads((resumed / "train_summary.json").read_text())
     assert summary["steps"] == 20 and summary["resumed_from"]

@@ -80,16 +80,26 @@ def group_choice(cfg: DictConfig, group: str) -> str | None:
     return str(choices[group]) if group in choices else None
 
 
-def run_safely(fn: Callable[[DictConfig], Any], cfg: DictConfig) -> Any:
+def run_safely(fn: Callable[[DictConfig], Any] | str, cfg: DictConfig) -> Any:
     """Validate the config, then run an entry point's ``run(cfg)``.
 
     A bad value (:func:`contamlab.validation.validate`, before any data or model loads) or any other
     :class:`ContamlabError` becomes one line on stderr and exit status 2.
+
+    Args:
+        fn: The job, or its ``"module:function"`` path: imported only once the config is valid, so that a bad value
+            is reported before torch and transformers load (a second rather than five).
+        cfg: The composed config.
     """
     from contamlab.validation import validate
 
     try:
         validate(cfg)
+        if isinstance(fn, str):
+            import importlib
+
+            module, _, name = fn.partition(":")
+            fn = getattr(importlib.import_module(module), name)
         return fn(cfg)
     except ContamlabError as err:
         print(f"contamlab: error: {err}", file=sys.stderr)

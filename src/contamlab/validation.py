@@ -18,6 +18,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from contamlab.errors import ContamlabError
+from contamlab.io import looks_like_path
 
 Check = Callable[[Any], bool]
 # Hydra's own keys in a buildable node, never parameters of the target.
@@ -286,8 +287,6 @@ def _model_paths(cfg: DictConfig) -> Iterator[tuple[str, str]]:
 
 def _check_model_sources(cfg: DictConfig) -> None:
     """``model.clean`` / ``model.contaminated``: a hub id or an existing directory, the clean one first."""
-    from contamlab.models.loading import looks_like_path
-
     for which, value in _model_paths(cfg):
         if not isinstance(value, str) or not value.strip():
             raise ContamlabError(f"model.{which}={_show(value)}: give a hub id (owner/name) or a model directory")
@@ -316,7 +315,8 @@ def _check_precision(cfg: DictConfig) -> None:
 def validate(cfg: DictConfig) -> None:
     """Check a composed ``train`` or ``evaluate`` config; raise :class:`ContamlabError` naming the first bad field.
 
-    Cheap (no data, no model): the entry points call it before their job starts.
+    Cheap (no data, no model; torch only for the groups' signatures): :func:`contamlab.config.run_safely` calls it
+    before it imports the job.
     """
     task = cfg.get("task")
     _check_rules(cfg, COMMON)
@@ -324,9 +324,9 @@ def validate(cfg: DictConfig) -> None:
         _check_rules(cfg, EVALUATE)
         backend = cfg.sampler.get("name") if isinstance(cfg.get("sampler"), DictConfig) else None
         _check_rules(cfg, SAMPLERS.get(str(backend), {}))
-        for group in ("sampler", "strategy", "detector", "domain"):
-            _check_group(cfg, group)
         _check_model_sources(cfg)
+        for group in ("sampler", "strategy", "detector", "domain"):
+            _check_group(cfg, group)  # imports each target's module (torch for most): after the cheap checks
     elif task == "train":
         _check_rules(cfg, TRAIN)
         ft = cfg.finetune

@@ -14,6 +14,9 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from contamlab.errors import ContamlabError
+from contamlab.io import looks_like_path
+
+__all__ = ["DTYPES", "load_causal_lm", "load_tokenizer", "looks_like_path", "resolve_dtype"]
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -75,11 +78,6 @@ def load_causal_lm(
     except (OSError, ValueError) as err:
         raise _not_found(source, err) from None
     return model.eval()
-
-
-def looks_like_path(source: str) -> bool:
-    """Whether a model source is meant as a filesystem path rather than a hub id."""
-    return source.startswith((".", "/", "~")) or os.sep in source and source.count("/") > 1
 
 
 def _not_found(source: str | Path, err: Exception) -> ContamlabError:

@@ -47,6 +47,7 @@ logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARN
 warnings.filterwarnings("ignore", message=r".*ckpt_path.*")
 warnings.filterwarnings("ignore", message=r".*LeafSpec.*")
 warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
+warnings.filterwarnings("ignore", message=r".*Checkpoint directory .* exists and is not empty.*")  # our resume
 
 
 def run(cfg: DictConfig) -> dict[str, Path]:
