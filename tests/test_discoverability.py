@@ -37,3 +37,16 @@ def test_help_is_a_short_usage_with_examples(script, example):
     assert "strategy: all_zero, identity, lne, none, railcap, shortcut, ted" in text  # groups and their options
     assert "model: gemma, llama2, pythia, smollm2, tiny" in text
     assert "_target_" not in text and len(text.splitlines()) < 40  # no 100-line config dump
+
+
+def test_make_sync_skips_partial_stages(tmp_path):
+    # The runs of a finished stage are uploaded; those of an abandoned (killed, never resumed) .partial stage are not.
+    for stage in ("base-1a2b", "clean-3c4d.partial"):
+        (tmp_path / "outputs" / "models" / "tiny" / "arith" / stage / "wandb" / f"offline-run-{stage}").mkdir(
+            parents=True
+        )
+    plan = subprocess.run(["make", "-n", "sync", "STAMP=Makefile"], cwd=REPO, capture_output=True, text=True)
+    command = next(line for line in plan.stdout.splitlines() if "offline-run-" in line)
+    command = command.split("| xargs")[0] + "| xargs -0 -r -n1 basename"
+    found = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert found.stdout.split() == ["offline-run-base-1a2b"]
