@@ -1,5 +1,8 @@
 """Every bad value stops the job before any model loads: one line naming the field, exit status 2."""
 
+import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -80,3 +83,22 @@ def test_shipped_configs_are_valid(config, overrides):
 @pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml")))
 def test_experiments_are_valid(name):
     validate(compose("evaluate", [f"experiment={name}"]))
+
+
+def test_headline_command_on_a_cpu_says_what_to_run(tmp_path):
+    """`evaluate.py -m strategy=railcap,lne,ted model=pythia` with no trained Pythia: valid values, working commands."""
+    args = [sys.executable, str(REPO / "evaluate.py"), "-m", "strategy=railcap,lne,ted", "model=pythia"]
+    args += [f"paths.models_dir={tmp_path / 'models'}", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+    result = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("contamlab: error:")]
+    assert "model=pythia-12b" not in line and "model=pythia " in line  # the option, not the model's name
+    assert "EleutherAI/pythia-12b" in line and "GPU" in line and "model.source=" in line
+    assert "model=tiny" in line and "model=smollm2" in line and "model.clean=" in line  # what runs offline
+    commands = re.findall(r"`(python (?:train|evaluate)\.py[^`]*)`", line)
+    assert "python train.py model=pythia domain=gsm8k trainer=gpu" in commands
+    for command in commands:  # every group=option in a suggested command names a real config file
+        for group, option in re.findall(r"\b(model|domain|trainer|strategy)=([\w,]+)", command):
+            for each in option.split(","):
+                assert (REPO / "configs" / group / f"{each}.yaml").is_file(), (command, group, each)
+    assert "train.py model=pythia domain=arith" not in line  # arith is the tiny world's domain, not Pythia's
