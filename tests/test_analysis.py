@@ -42,7 +42,10 @@ def test_divergence_ranks_by_hand():
     ]
     ranks = diagnostics.divergence_ranks(model, prompts, clean, max_steps=10, batch_size=2, pad_id=0)
     assert ranks == [[2, 2], [3, 5]]
-    assert diagnostics.divergence_ranks(model, prompts, clean, max_steps=1, batch_size=1) == [[2], [3]]
+    # Only the first decoding steps count (spec §6): question 0 agrees at t = 1, so at max_steps=1 it has no rank,
+    # although it disagrees later (the first disagreement anywhere would give [2]).
+    assert diagnostics.divergence_ranks(model, prompts, clean, max_steps=1, batch_size=1) == [[], [3]]
+    assert diagnostics.divergence_ranks(model, prompts, clean, max_steps=2, batch_size=1) == [[2], [3, 5]]
 
 
 def test_divergence_ranks_ignore_padding():
@@ -66,6 +69,8 @@ def test_rouge_to_greedy_and_summary():
     assert summary["leaked"]["rouge_l_mean"] == pytest.approx(0.5)
     assert summary["leaked"]["rank2_share"] == 0.5 and summary["unleaked"]["divergence_steps"] == 3
     assert summary["unleaked"]["rank_median"] == 2.0
+    # One question per group: every bootstrap draw gives the same difference, 0.5 - 0.8.
+    assert summary["rouge_l_diff_ci"] == pytest.approx([0.5 - rouge[1][0]] * 2)
 
 
 def _result(strategy: dict, sa_ppg: float, g_ap_value: float, domain: str = "arith") -> dict:
@@ -145,6 +150,52 @@ def test_figures_write_pngs(tmp_path):
         {"bin": 5, "lo": 0.5, "hi": 0.6, "n": 2, "mean_delta_plus": 0.0, "mean_delta_minus": 0.3},
     ]
     assert figures.per_bin_figure(per_bin, tmp_path / "pb.png").stat().st_size > 1000
+
+
+def _job(tmp_path, name, r_strategy, r_clean, g_ap):
+    """A finished job's row and per_question.csv, metrics computed by the real gap functions."""
+    from contamlab.metrics import bin_index, gap_metrics
+
+    job = tmp_path / name
+    job.mkdir()
+    counts = (np.asarray(r_clean) * 4).round().astype(int)
+    bins = bin_index(counts, 4, 50)
+    lines = ["id,leaked,bin,clean_correct,clean_m,strategy_correct,strategy_kept,r_clean,r_strategy"]
+    lines += [f"q{i},0,{b},0,4,0,4,{c:.6f},{s:.6f}" for i, (b, c, s) in enumerate(zip(bins, r_clean, r_strategy))]
+    (job / "per_question.csv").write_text("\n".join(lines) + "\n")
+    values = gap_metrics(r_strategy, r_clean, 50, bins)
+    row = {"job": str(job), "strategy_name": name, "label": name, "all/g_ap": g_ap}
+    row.update({f"all/{k}": v for k, v in values.items()})
+    return row
+
+
+def test_claims_by_hand(tmp_path):
+    from contamlab.analysis.claims import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, claims
+
+    rng = np.random.default_rng(0)
+    clean = rng.integers(0, 5, 60) / 4  # [N] clean r̂ at m = 4
+    ident = np.clip(clean + 0.5, 0, 1)  # leaked everywhere: +0.5
+    rows = [
+        _job(tmp_path, "identity", ident, clean, 0.30),
+        _job(tmp_path, "ted", ident, clean, 0.29),  # the same per-question readouts as identity
+        _job(tmp_path, "lne", np.clip(clean + 0.25 * rng.choice([-1, 1], 60), 0, 1), clean, 0.01),  # cancels
+        _job(tmp_path, "railcap", np.clip(clean + 0.05, 0, 1), clean, 0.05),
+        _job(tmp_path, "all_zero", np.zeros(60), clean, 0.5),
+    ]
+    table = {row[0].split(" (")[0]: row for row in claims(rows, [], None, None)}
+    reversal = table["G-AP and SA-PPG rank the strategies differently"]
+    assert reversal[3] == REPRODUCED and "G-AP best: lne" in reversal[2] and "SA-PPG best: railcap" in reversal[2]
+    assert table["LNE-blocking is best under G-AP but not under SA-PPG"][3] == REPRODUCED
+    ted = table["TED ≈ Identity"]
+    assert ted[3] == REPRODUCED and "+0.000 [+0.000, +0.000]" in ted[2]
+    assert table["RailCap has the lowest SA-PPG"][3] == REPRODUCED
+    zero = table["All-Zero beats Identity under A-PPG but is the worst under SA-PPG"]
+    # A-PPG(All-Zero) = mean r̂_cl, A-PPG(Identity) = mean min(0.5, 1 - r̂_cl): which is smaller depends on the draw
+    expected = clean.mean() < np.minimum(0.5, 1 - clean).mean()
+    assert zero[3] == (
+        REPRODUCED if expected and rows[4]["all/sa_ppg"] == max(r["all/sa_ppg"] for r in rows) else NOT_REPRODUCED
+    )
+    assert table["readout stability"][3] == NOT_TESTABLE and table["ban worse than cap"][3] == NOT_TESTABLE
 
 
 def test_per_bin_legend_covers_no_bar_and_edge_bars_show(tmp_path, monkeypatch):

@@ -1,6 +1,5 @@
 """Detectors on hand-made log-prob vectors and a tiny random model: formulas, alignment, batching, evaluation."""
 
-import math
 import zlib
 
 import numpy as np
@@ -87,20 +86,43 @@ def test_codec_token_join_scores_the_same_target_ids(tok, bos):
     assert ids[0] == (1 if bos else tokenizer(contexts[0], add_special_tokens=False)["input_ids"][0])
 
 
-def test_codec_scores_on_tiny_model(tok, model):
+def _logprobs(model, ids):
+    """Per-token log-probs of one unpadded sequence, float64 (token t's log-prob comes from position t - 1)."""
+    with torch.no_grad():
+        logp = torch.log_softmax(model(torch.tensor([ids])).logits[0].double(), -1)  # [T, V]
+    return logp[:-1].gather(-1, torch.tensor(ids[1:])[:, None])[:, 0].numpy()
+
+
+@pytest.mark.parametrize("join", ["tokens", "string"])
+def test_codec_delta_and_dataset_score_by_hand(tok, model, join):
+    """Δ_i and the dataset fraction through the detector's batched path, against unbatched passes by hand.
+
+    With two samples, each one's context is the other, so the context draw is known without the detector's RNG.
+    """
     from contamlab.detectors.base import DetectionContext
 
     class Dom:
-        def __init__(self):
-            self.split = type("S", (), {"is_leaked": staticmethod(lambda i: i.endswith("0"))})()
+        split = type("S", (), {"is_leaked": staticmethod(lambda i: i == "q0")})()
 
-    qs = [Question(f"q{i}", TEXTS[i % 4] + f" Extra words number {i}.", "", "0") for i in range(6)]
-    ctx = DetectionContext(Dom(), qs, "tiny", lambda: (model, tok))
-    for join in ("tokens", "string"):
-        out = codec.CoDeCDetector(seeds=[0, 1], join=join).score(ctx)
-        kept = [s for s in out.scores if not math.isnan(s)]
-        assert out.extra["kept"] == len(kept) and out.extra["dropped_too_short"] == 6 - len(kept)
-        assert 0.0 <= out.dataset_score <= 1.0
+    texts = [TEXTS[0] + " Then she gives 3 away.", TEXTS[2] + " He eats 2 of them."]
+    qs = [Question(f"q{i}", t, "", "0") for i, t in enumerate(texts)]
+    out = codec.CoDeCDetector(seeds=[0, 1], join=join, skip_first=3).score(
+        DetectionContext(Dom(), qs, "tiny", lambda: (model, tok))
+    )
+    expected = []
+    for i, target in enumerate(texts):
+        plain = tok(target)["input_ids"]
+        a = _logprobs(model, plain)  # [L_a]
+        if join == "string":  # the reference notebook: join strings, keep the last L_a log-probs
+            b = _logprobs(model, tok(texts[1 - i] + "\n\n" + target)["input_ids"])[-len(a) :]
+        else:  # context ids + separator ids + the target's own ids
+            ids = tok(texts[1 - i])["input_ids"] + tok("\n\n")["input_ids"] + plain
+            b = _logprobs(model, ids)[-len(a) :]
+        expected.append(a[3:-1].mean() - b[3:-1].mean())  # window [10:-1] with skip_first=3
+    np.testing.assert_allclose(out.scores, expected, atol=2e-5)  # float32 batched vs float64 unbatched
+    assert out.dataset_score == pytest.approx(np.mean([d > 0 for d in expected]))
+    assert out.columns["codec_label"] == [float(d > 0) for d in expected]
+    assert out.extra["kept"] == 2 and out.extra["dropped_too_short"] == 0
 
 
 # -- batched scoring ------------------------------------------------------------------------------------------------
@@ -172,9 +194,90 @@ def test_exact_match_and_lenient_scores():
     assert benbench.rouge_l("the cats sat", "the cat sat") == pytest.approx(1.0)  # stemmer on
     assert benbench.find_sublist([5, 1, 2, 1, 2], [1, 2]) == 1 and benbench.find_sublist([1], [2]) == -1
     assert benbench.answer_ppl(np.log(np.array([0.1, 0.5, 0.5])), 2) == pytest.approx(2.0)
-    assert benbench.relative_delta("ngram_5", 0.6, 0.4) == pytest.approx(50.0)
-    assert benbench.relative_delta("ppl", 2.0, 3.0) == pytest.approx(50.0)
-    assert benbench.relative_delta("ngram_5", 0.6, 0.0) is None
+    # δ normalises the decrement by the ORIGINAL score (BenBench §3.3): (0.6 - 0.4) / 0.6, not / 0.4
+    assert benbench.relative_delta("ngram_5", 0.6, 0.4) == pytest.approx(100 / 3)
+    assert benbench.relative_delta("ppl", 2.0, 3.0) == pytest.approx(50.0)  # (3 - 2) / 2
+    assert benbench.relative_delta("ngram_5", 0.6, 0.0) == pytest.approx(100.0)
+    assert benbench.relative_delta("ngram_5", 0.0, 0.1) is None  # M_ori = 0: undefined
+
+
+class _HandDomain:
+    """Four test questions (q0, q1 leaked), two train questions, three references per item."""
+
+    name = "hand"
+
+    def __init__(self):
+        self.split = type("S", (), {"is_leaked": staticmethod(lambda i: i in ("q0", "q1"))})()
+        self.train = [Question(f"t{i}", f"train {i}", "s", "0") for i in range(2)]
+
+    def reference_versions(self, questions):
+        return [[Question(q.id, q.question + f" v{v}", "s", "0") for q in questions] for v in range(3)]
+
+
+# Atomic metrics by hand, per (split, version): ngram_5, answer PPL and the all-five-correct flag.
+_HAND = {
+    "test": {"ngram_5": [0.8, 1.0, 0.2, 0.4], "ppl": [2.0, 1.5, 4.0, 3.0], "all_5": [0, 1, 0, 0]},
+    "test-ref0": {"ngram_5": [0.4, 0.2, 0.2, 0.2], "ppl": [3, 3, 5, 5], "all_5": [0, 0, 0, 0]},
+    "test-ref1": {"ngram_5": [0.4, 0.4, 0.0, 0.4], "ppl": [3, 3, 5, 5], "all_5": [0, 0, 0, 0]},
+    "test-ref2": {"ngram_5": [0.1, 0.3, 0.1, 0.3], "ppl": [3, 3, 5, 5], "all_5": [0, 0, 0, 0]},
+    **{
+        k: {"ngram_5": [0.5, 0.5], "ppl": [2.0, 2.0], "all_5": [0, 0]}
+        for k in ("train", *(f"train-ref{v}" for v in range(3)))
+    },
+}
+
+
+def test_benbench_delta_and_flags_by_hand():
+    class Hand(benbench.BenBenchDetector):
+        def metrics(self, ctx, questions, desc):
+            return {k: np.array(v, dtype=float) for k, v in _HAND[desc.removeprefix("benbench ")].items()}
+
+    from contamlab.detectors.base import DetectionContext
+
+    qs = [Question(f"q{i}", f"question {i}", "s", "0") for i in range(4)]
+    out = Hand(ngram=[5]).score(DetectionContext(_HandDomain(), qs, "x", lambda: (None, None)))
+    summary, deltas = out.extra["summary"], out.extra["deltas"]
+    # ngram_5, test: M_ori = 0.6, M_ref = mean(0.25, 0.30, 0.20) = 0.25 -> (0.6 - 0.25) / 0.6 = 58.33 %
+    assert summary["test"]["ngram_5"]["ori"] == pytest.approx(0.6)
+    assert summary["test"]["ngram_5"]["ref"] == pytest.approx(0.25)
+    assert summary["test"]["ngram_5"]["delta"] == pytest.approx(35 / 0.6)
+    # leaked: 0.9 vs 0.3 -> 66.67 %; unleaked: 0.3 vs 0.2 -> 33.33 %; δ_seen-unseen = 33.33
+    assert summary["test_leaked"]["ngram_5"]["delta"] == pytest.approx(200 / 3)
+    assert summary["test_unleaked"]["ngram_5"]["delta"] == pytest.approx(100 / 3)
+    assert deltas["ngram_5"]["delta_seen_unseen"] == pytest.approx(100 / 3)
+    # train: 0.5 vs 0.5 -> 0 %; δ_train-test = 0 - 58.33
+    assert deltas["ngram_5"]["delta_train_test"] == pytest.approx(-35 / 0.6)
+    # PPL: 2.625 vs 4.0 -> (4 - 2.625) / 2.625 = 52.38 %; train 0 -> δ_train-test = -52.38
+    assert summary["test"]["ppl"]["delta"] == pytest.approx(1.375 / 2.625 * 100)
+    assert deltas["ppl"]["delta_train_test"] == pytest.approx(-1.375 / 2.625 * 100)
+    # Instance flags (all five 5-grams right): q1 only, which leaked.
+    assert out.extra["instance_flags"]["all_5"] == {"test": 1, "leaked": 1, "unleaked": 0}
+    assert out.scores == [0.8, 1.0, 0.2, 0.4] and out.dataset_score == pytest.approx(35 / 0.6)
+    refs = out.extra["references"]
+    assert refs["test"]["n"] == 3 and refs["train"]["n"] == 3 and "question and solution" in refs["test"]["kind"]
+
+
+def test_arith_references_are_three_full_rewrites():
+    from contamlab.data import load_domain
+    from contamlab.detectors.paraphrase import numbers, reference_versions
+
+    domain = load_domain("arith", generator={"n_train": 30, "n_test": 6})
+    for split, questions in (("test", domain.test), ("train", domain.train[:6])):
+        versions, about = reference_versions(domain, split, questions, None)
+        assert about["n"] == 3 == len(versions) and about["kind"].startswith("full rewrite")
+        distinct = []
+        for i, q in enumerate(questions):
+            texts = [(v[i].question, v[i].solution) for v in versions]
+            distinct.append(len(set(texts)))  # independent draws: a short problem's few templates may repeat
+            for question, solution in texts:
+                assert question != q.question and solution != q.solution  # the solution is rewritten too
+                assert numbers(q.question) <= numbers(question)  # same numbers, same answer
+                assert solution.split("####")[-1].strip() == q.answer
+        assert min(distinct) >= 2 and sum(d == 3 for d in distinct) >= len(distinct) // 2, distinct
+    pq = load_domain("arith_pq", generator={"n_train": 30, "n_test": 6})
+    leak = {x.question for x in pq.leaked_training_questions()}
+    refs = {x.question for version in reference_versions(pq, "test", pq.test, None)[0] for x in version}
+    assert len(refs) > 6 and not leak & refs  # the references are never the texts the pq model trained on
 
 
 def test_greedy_continuations_batched_equal_single(tok, model):

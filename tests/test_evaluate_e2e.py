@@ -4,7 +4,7 @@ import csv
 import json
 
 import pytest
-from e2e import evaluate
+from e2e import evaluate, stage_dirs
 
 
 def test_single_job_writes_results(trained):
@@ -25,6 +25,10 @@ def test_single_job_writes_results(trained):
     rows = list(csv.DictReader((out / "per_question.csv").open()))
     assert len(rows) == 20 and sum(int(r["leaked"]) for r in rows) == 10
     assert all(int(r["clean_m"]) == 4 for r in rows)
+    # G-AP and SA-PPG's ingredients recomputed from the per-question table.
+    r01 = [(int(r["r01_strategy"]), int(r["r01_clean"])) for r in rows]
+    assert values["g_ap"] == pytest.approx(abs(sum(a for a, _ in r01) - sum(c for _, c in r01)) / 20)
+    assert values["a_ppg"] == pytest.approx(sum(abs(float(r["r_strategy"]) - float(r["r_clean"])) for r in rows) / 20)
 
 
 def test_grid_reuses_clean_samples(trained):
@@ -41,10 +45,46 @@ def test_grid_reuses_clean_samples(trained):
     assert len(clean) == 1
     # the multirun-end callback aggregated every job
     summary = list(csv.DictReader((tmp / "sweeps" / "grid" / "summary.csv").open()))
-    assert sorted(r["strategy"].split("(")[0] for r in summary) == ["all_zero", "identity", "lne", "ted"]
+    names = sorted(r["strategy"].split("(")[0] for r in summary)
+    assert names == ["all_zero", "clean_2nd", "identity", "lne", "ted"]  # with the noise-floor row
     assert "all/sa_ppg" in summary[0] and "leaked/sa_ppg" in summary[0]
     report = (tmp / "sweeps" / "grid" / "report.md").read_text()
     assert "### Table 1" in report and "### Table 2" in report and "| lne |" in report
+
+
+def test_clean_and_strategy_batches_are_independent(trained):
+    """The clean model scored against itself: independent streams give per-question gaps, common noise none."""
+    tmp, _, _ = trained
+    clean_dir = str(stage_dirs(tmp)["clean"])
+    runs = {}
+    for tag, extra in (("self-indep", []), ("self-common", ["sampler.common_noise=true"])):
+        result = evaluate(tmp, "strategy=identity", f"model.contaminated={clean_dir}", *extra, tag=tag)
+        assert result.returncode == 0, result.stdout + result.stderr
+        runs[tag] = json.loads((tmp / "runs" / tag / "results.json").read_text())
+    indep, common = runs["self-indep"], runs["self-common"]
+    assert indep["sampling"]["common_noise"] is False and common["sampling"]["common_noise"] is True
+    streams = indep["sampling"]["streams"]
+    assert len(set(streams.values())) == 3  # clean, contaminated/identity, clean-2: three different seeds
+    # Common random numbers: the same model on the same stream draws the same samples, so every gap is 0.
+    assert common["metrics"]["all"]["values"]["a_ppg"] == 0.0
+    # Independent: sampling noise alone leaves per-question gaps, as large as the noise floor's on average.
+    a_ppg, floor = indep["metrics"]["all"]["values"]["a_ppg"], indep["floor"]["metrics"]["all"]["values"]["a_ppg"]
+    assert a_ppg > 0.0 and floor > 0.0 and abs(a_ppg - floor) < 0.15
+    rows = list(csv.DictReader((tmp / "runs" / "self-indep" / "per_question.csv").open()))
+    assert any(r["clean_correct"] != r["strategy_correct"] for r in rows)
+
+
+def test_report_has_the_noise_floor_row(trained):
+    tmp, _, _ = trained
+    result = evaluate(tmp, "strategy=identity,all_zero", multirun=True, tag="floor-grid")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = (tmp / "sweeps" / "floor-grid" / "report.md").read_text()
+    floor_lines = [line for line in report.splitlines() if line.startswith("| Clean, 2nd batch |")]
+    assert len(floor_lines) >= 3  # Tables 1, 2 and 3 (and the leaked / unleaked split)
+    files = sorted((tmp / "sweeps" / "floor-grid").glob("*/results.json"))
+    floor = json.loads(files[0].read_text())["floor"]["metrics"]["all"]["values"]
+    assert f"{floor['sa_ppg']:.4f}" in floor_lines[0]  # Table 1's SA-PPG cell is the floor's
+    assert floor_lines[0].split("|")[3].strip() == "–"  # reference row: not ranked
 
 
 @pytest.mark.parametrize(

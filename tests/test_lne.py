@@ -3,29 +3,39 @@ import math
 import pytest
 import torch
 
-from contamlab.decoding.lne import lne_step, mean_entropy, n_block
+from contamlab.decoding.lne import lne_step, n_block
 
 
-def test_uniform_logits_have_entropy_log_v():
-    assert mean_entropy(torch.zeros(3, 50)) == pytest.approx(math.log(50), abs=1e-5)
+def test_the_sampler_greedy_entropy_is_the_lne_by_hand():
+    """The entropy that sets n_block: the HF sampler's greedy pass, checked against a teacher-forced recomputation."""
+    from contamlab.data import load_domain
+    from contamlab.decoding.sampler import HFSampler
+    from contamlab.models.tiny import build_tiny_model, train_tokenizer
+
+    domain = load_domain("arith", generator={"n_train": 100, "n_test": 4}, prompt={"n_shot": 1})
+    tok = train_tokenizer([domain.prompt(q) + domain.target(q) for q in domain.train], 300)
+    model = build_tiny_model(len(tok), hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, seed=3).eval()
+    sampler = HFSampler(model, tok, stop=(), max_new_tokens=9, batch_rows=8)
+    ids = sampler.encode([domain.prompt(q) for q in domain.test])
+    out = sampler.decode(ids, m=1, temperature=1.0, seed=0, greedy=True)
+    for prompt, (response,), (lne,) in zip(ids, out, sampler.last_entropy):
+        # Steps run until EOS (which the response omits) or the budget; EOS's own step counts.
+        steps = len(response) + (len(response) < 9)
+        full = torch.tensor([prompt + response + [tok.eos_token_id]])
+        with torch.no_grad():
+            logits = model(full).logits[0, len(prompt) - 1 : len(prompt) - 1 + steps].double()  # [T, V]
+        p = torch.softmax(logits, -1)
+        by_hand = float(-(p * p.log()).sum(-1).mean())  # Eq. 1: mean over steps of H(p_t), nats, temperature 1
+        assert lne == pytest.approx(by_hand, abs=1e-5)
+        assert 0.0 < lne < math.log(len(tok))
 
 
-def test_peaked_logits_have_entropy_near_zero():
-    logits = torch.full((2, 100), -100.0)
-    logits[:, 7] = 100.0
-    assert mean_entropy(logits) == pytest.approx(0.0, abs=1e-6)
+def test_lne_blocking_uses_the_greedy_entropy():
+    """LNE.n_blocks turns each question's greedy entropy into Eq. 10's n_block."""
+    from contamlab.decoding.strategies import LNEBlocking
 
-
-def test_entropy_is_the_mean_over_steps():
-    peaked = torch.full((1, 4), -torch.inf)
-    peaked[0, 0] = 0.0  # -inf logits contribute 0, not NaN
-    logits = torch.cat([torch.zeros(1, 4), peaked])
-    assert mean_entropy(logits) == pytest.approx(math.log(4) / 2, abs=1e-6)
-
-
-def test_empty_trajectory_raises():
-    with pytest.raises(ValueError):
-        mean_entropy(torch.zeros(0, 10))
+    blocks = LNEBlocking(t_task=7, beta=2.0).n_blocks([0.0, 1.0, 2.5, 0.3])
+    assert blocks.tolist() == [7, 3, 0, 5]  # floor(7 * (1 - LNE / 2)), clipped: 7, 3.5, <0, 5.95
 
 
 @pytest.mark.parametrize(

@@ -103,10 +103,24 @@ def test_calibration_script_runs(trained):
         text=True,
         timeout=600,
     )
-    assert result.returncode in (0, 1), result.stderr  # 1 = targets missed, which a 20-step model does
     report = json.loads((tmp / "outputs" / "calibration" / "tiny-arith-seed0.json").read_text())
     assert report["n_test"] == 20 and len(report["clean_solve_bins_10"]) == 10
-    assert "clean greedy accuracy" in result.stdout
+    assert sum(report["clean_solve_bins_10"]) == 20 and report["n_leaked"] == 10
+    # Each verdict recomputed from the report's own numbers; the exit status is 0 exactly when all pass.
+    share = [b / 20 for b in report["clean_solve_bins_10"]]
+    verdicts = {
+        "clean greedy accuracy in [0.25, 0.75]": 0.25 <= report["clean_greedy_accuracy"] <= 0.75,
+        ">= 5 of 10 solve-probability bins hold >= 5%": sum(s >= 0.05 for s in share) >= 5,
+        "leaked: contaminated - clean >= 0.3": report["leaked_gain"] >= 0.3,
+        "unleaked: |contaminated - clean| < 0.1": abs(report["unleaked_gain"]) < 0.1,
+    }
+    assert report["checks"] == verdicts
+    assert report["leaked_gain"] == pytest.approx(
+        report["leaked_solve_contaminated"] - report["leaked_solve_clean"], abs=1e-12
+    )
+    assert result.returncode == (0 if all(verdicts.values()) else 1), result.stderr
+    for text, passed in verdicts.items():
+        assert f"[{'PASS' if passed else 'FAIL'}] {text}" in result.stdout
 
 
 def test_lora_stages_and_evaluation(tmp_path):

@@ -5,7 +5,6 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from contamlab.decoding.lne import lne_step
 from contamlab.decoding.railcap import build_table, railcap_reference_step
 from contamlab.decoding.strategies import LNEBlocking, RailCap
 from contamlab.decoding.vllm_processors import (
@@ -36,12 +35,13 @@ def rc(q, n=2, mode="cap", duplicates="all"):
 
 
 def expected(logits, generated, greedy=None, n=2, mode="cap", n_block=0):
-    """The HF backend's step for one row: RailCap's reference (Algorithm 1) or LNE's argmax block (Eq. 9)."""
+    """One row's step, computed independently: Algorithm 1 literally (RailCap) or Eq. 9 by hand (LNE)."""
     out = logits.clone()
     if greedy is not None:
         out = railcap_reference_step(out, generated, greedy, n, mode)
-    if n_block:
-        out = lne_step(out[None], len(generated), torch.zeros(1, dtype=torch.long), torch.tensor([n_block]))[0]
+    if len(generated) < n_block:  # Eq. 9: the argmax of each of the first n_block generated positions is blocked
+        top = max(range(len(out)), key=lambda v: float(out[v]))  # first maximum, as argmax
+        out[top] = float("-inf")
     return out
 
 

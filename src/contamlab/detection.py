@@ -36,7 +36,7 @@ DETECT_VERSION = 1
 STAGES = ("contaminated", "clean")
 
 
-def _cache_key(cfg: DictConfig, domain: Domain, detector: Detector, source: str) -> dict:
+def _cache_key(cfg: DictConfig, domain: Domain, detector: Detector, source: str, role: str) -> dict:
     key = {
         "v": DETECT_VERSION,
         "detector": type(detector).__name__,
@@ -50,11 +50,18 @@ def _cache_key(cfg: DictConfig, domain: Domain, detector: Detector, source: str)
     if isinstance(detector, CDDDetector):
         sampler = OmegaConf.to_container(cfg.sampler, resolve=True) if cfg.get("sampler") else None
         fields = ("m", "temperature", "max_new_tokens", "seed", "chunk_questions")
-        key["samples"] = {**{k: cfg.get(k) for k in fields}, "sampler": sampler}
+        key["samples"] = {**{k: cfg.get(k) for k in fields}, "sampler": sampler, "role": role}
     return key
 
 
-def _context(cfg: DictConfig, domain: Domain, source: str, progress: bool) -> DetectionContext:
+def _role(stage: str) -> str:
+    """The sampling stream of a stage's samples: the clean batch, or the contaminated model's identity batch."""
+    from contamlab.decoding.streams import CLEAN, strategy_role
+
+    return CLEAN if stage == "clean" else strategy_role("identity")
+
+
+def _context(cfg: DictConfig, domain: Domain, source: str, role: str, progress: bool) -> DetectionContext:
     from contamlab.decoding.strategies import Strategy
     from contamlab.evaluation import sample_model
     from contamlab.models import load_causal_lm, load_tokenizer
@@ -71,16 +78,20 @@ def _context(cfg: DictConfig, domain: Domain, source: str, progress: bool) -> De
         load=load,
         cache_dir=str(Path(cfg.paths.cache_dir) / "detect") if cfg.paths.get("cache_dir") else None,
         model_key=model_identity(source, cfg.model),
-        samples=lambda: sample_model(cfg, domain, source, Strategy(), progress),
+        samples=lambda: sample_model(cfg, domain, source, Strategy(), role, progress),
         progress=progress,
     )
 
 
 def score_model(
-    cfg: DictConfig, domain: Domain, detector: Detector, source: str, progress: bool = True
+    cfg: DictConfig, domain: Domain, detector: Detector, source: str, stage: str, progress: bool = True
 ) -> tuple[DetectorOutput, float, bool]:
-    """The detector's output on one model (cached); returns (output, wall seconds, whether it came from cache)."""
-    key = _cache_key(cfg, domain, detector, source)
+    """The detector's output on one model (cached); returns (output, wall seconds, whether it came from cache).
+
+    ``stage`` (``clean`` or ``contaminated``) picks the random stream of the samples a detector may need (CDD).
+    """
+    role = _role(stage)
+    key = _cache_key(cfg, domain, detector, source, role)
     root = cfg.paths.get("cache_dir")  # null: no caching
     path = Path(root) / "detect" / "scores" / f"{detector.name}-{content_hash(key)}.json" if root else None
     if path is not None and path.is_file():
@@ -91,7 +102,7 @@ def score_model(
         except (OSError, ValueError, KeyError):
             log.warning("detection cache %s unreadable; recomputing", path)
     started = time.perf_counter()
-    output = detector.score(_context(cfg, domain, source, progress))
+    output = detector.score(_context(cfg, domain, source, role, progress))
     wall = time.perf_counter() - started
     if len(output.scores) != len(domain.test):
         raise ContamlabError(
@@ -120,7 +131,7 @@ def run_detection(
     outputs: dict[str, DetectorOutput] = {}
     for stage in STAGES:
         source = model_source(cfg, domain, stage)
-        output, wall, cached = score_model(cfg, domain, detector, source, progress)
+        output, wall, cached = score_model(cfg, domain, detector, source, stage, progress)
         outputs[stage] = output
         entry = roc_metrics(output.scores, leaked)
         entry.update(

@@ -7,7 +7,6 @@ Restoration" §3, overall and split by leaked / unleaked questions, with stratif
 
 from __future__ import annotations
 
-import copy
 import csv
 import io
 import logging
@@ -24,9 +23,10 @@ from contamlab.decoding.pipeline import greedy_set, sample_set
 from contamlab.decoding.sampler import encode_prompts
 from contamlab.decoding.samples import QuestionSamples
 from contamlab.decoding.strategies import Strategy
+from contamlab.decoding.streams import CLEAN, CLEAN_2, strategy_role, stream_seed
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text
-from contamlab.metrics import bin_index, bootstrap_intervals, g_ap, gap_metrics, per_bin_table
+from contamlab.metrics import bin_index, compute_metrics, discrete_readout, per_bin_table, solve_probabilities
 from contamlab.models import load_causal_lm, load_tokenizer, model_identity
 from contamlab.tracking import wandb_run
 from contamlab.training.stages import model_source
@@ -41,18 +41,24 @@ def _model_key(source: str, cfg: DictConfig) -> dict:
     return {**key, "sampler": backend} if backend != "hf" else key
 
 
+def common_noise(cfg: DictConfig) -> bool:
+    """Whether the run shares one random stream between the clean and the strategy batches (opt-in)."""
+    return bool(cfg.sampler.get("common_noise", False))
+
+
 def sample_model(
-    cfg: DictConfig, domain: Domain, source: str, strategy: Strategy, progress: bool = True
+    cfg: DictConfig, domain: Domain, source: str, strategy: Strategy, role: str, progress: bool = True
 ) -> tuple[list[QuestionSamples], list[QuestionSamples], dict]:
     """Greedy set, m samples under ``strategy`` and timings of one model on the test set (cached).
 
     ``cfg`` is an evaluate config: model, sampler, m, temperature, max_new_tokens, chunk_questions, seed, paths.
     The greedy set is always the loaded model's own; the samples come from ``strategy.wrap_model`` of it (the model
-    itself, or shortcut's patched pair).
+    itself, or shortcut's patched pair), drawn from the random stream of ``role`` (:mod:`contamlab.decoding.streams`).
     """
     from contamlab.decoding.strategies import WrapContext
 
-    factory = build(cfg.sampler, "sampler")
+    node = OmegaConf.create({k: v for k, v in cfg.sampler.items() if k != "common_noise"})
+    factory = build(node, "sampler")
     takes_source = getattr(getattr(factory, "func", factory), "takes_source", False)  # vLLM builds its own engine
     if takes_source and type(strategy).wrap_model is not Strategy.wrap_model:
         raise ContamlabError(f"strategy={strategy.name} patches the HF model in the decode loop; use sampler=hf")
@@ -86,7 +92,7 @@ def sample_model(
             strategy,
             int(cfg.m),
             float(cfg.temperature),
-            int(cfg.seed),
+            stream_seed(int(cfg.seed), role, common_noise(cfg)),
             key,
             cache,
             greedy,
@@ -107,47 +113,32 @@ def sample_model(
     return greedy, samples, timing
 
 
-def _readouts(samples: list[QuestionSamples]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r_hat = np.array([s.solve_probability() for s in samples])
-    r01 = np.array([float(s.sample_correct[0] and s.kept_mask()[0]) if s.m else 0.0 for s in samples])
-    counts = np.array([sum(s.sample_correct) for s in samples])
-    return r_hat, r01, counts
+def _readouts(samples: list[QuestionSamples], seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(r̂, r⁰¹, correct-sample counts) per question; ``seed`` draws r⁰¹'s sample among a filter's survivors."""
+    m = max((s.m for s in samples), default=0)
+    if m == 0 or any(s.m != m for s in samples):
+        raise ContamlabError(
+            f"every question needs the same positive number of samples (got {sorted({s.m for s in samples})})"
+        )
+    correct = np.array([s.sample_correct for s in samples], dtype=bool)  # [N, m]
+    kept = np.array([s.kept_mask() for s in samples], dtype=bool)  # [N, m]
+    return solve_probabilities(correct, kept), discrete_readout(correct, kept, seed), correct.sum(axis=1)
 
 
-def compute_metrics(
-    r_co: np.ndarray,
-    r_cl: np.ndarray,
-    r01_co: np.ndarray,
-    r01_cl: np.ndarray,
-    clean_bins: np.ndarray,
-    leaked: np.ndarray,
-    metric_cfg: Any,
-    seed: int,
-) -> dict[str, Any]:
-    """Every metric overall and per leaked / unleaked group, with bootstrap intervals when configured."""
-    out: dict[str, Any] = {}
-    for group, mask in (("all", np.ones_like(leaked)), ("leaked", leaked), ("unleaked", ~leaked)):
-        if not mask.any():
-            continue
-        values = gap_metrics(r_co[mask], r_cl[mask], int(metric_cfg.bins), clean_bins[mask])
-        values["g_ap"] = g_ap(r01_co[mask], r01_cl[mask])
-        values["mean_r_strategy"], values["mean_r_clean"] = float(r_co[mask].mean()), float(r_cl[mask].mean())
-        values["n"] = int(mask.sum())
-        entry: dict[str, Any] = {"values": values}
-        if int(metric_cfg.bootstrap) > 0:
-            entry["ci"] = bootstrap_intervals(
-                r_co[mask],
-                r_cl[mask],
-                int(metric_cfg.bins),
-                clean_bins[mask],
-                int(metric_cfg.bootstrap),
-                float(metric_cfg.confidence),
-                seed,
-                r01_co[mask],
-                r01_cl[mask],
-            )
-        out[group] = entry
-    return out
+def _metrics(cfg: DictConfig, r_co, r_cl, r01_co, r01_cl, clean_bins, leaked) -> dict[str, Any]:
+    metric = cfg.metric
+    return compute_metrics(
+        r_co,
+        r_cl,
+        r01_co,
+        r01_cl,
+        clean_bins,
+        leaked,
+        bins=int(metric.bins),
+        bootstrap=int(metric.bootstrap),
+        confidence=float(metric.confidence),
+        seed=int(cfg.seed),
+    )
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
@@ -167,17 +158,26 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     started = time.perf_counter()
     clean_src = model_source(cfg, domain, "clean")
     cont_src = model_source(cfg, domain, "contaminated")
-    clean_greedy, clean, t_clean = sample_model(cfg, domain, clean_src, Strategy(), progress)
-    _, cont, t_cont = sample_model(cfg, domain, cont_src, strategy, progress)
-    r_cl, r01_cl, c_cl = _readouts(clean)
-    r_co, r01_co, _ = _readouts(cont)
+    seed, shared = int(cfg.seed), common_noise(cfg)
+    role = strategy_role(strategy.name)
+    clean_greedy, clean, t_clean = sample_model(cfg, domain, clean_src, Strategy(), CLEAN, progress)
+    _, cont, t_cont = sample_model(cfg, domain, cont_src, strategy, role, progress)
+    r_cl, r01_cl, c_cl = _readouts(clean, stream_seed(seed, CLEAN + "/readout"))
+    r_co, r01_co, _ = _readouts(cont, stream_seed(seed, role + "/readout"))
     clean_bins = bin_index(c_cl, int(cfg.m), int(cfg.metric.bins))
     leaked = np.array([domain.split.is_leaked(q.id) for q in domain.test])
-    metrics = compute_metrics(r_co, r_cl, r01_co, r01_cl, clean_bins, leaked, cfg.metric, int(cfg.seed))
+    metrics = _metrics(cfg, r_co, r_cl, r01_co, r01_cl, clean_bins, leaked)
     results = {
         "config": OmegaConf.to_container(cfg, resolve=True),
         "models": {"clean": clean_src, "contaminated": cont_src},
         "strategy": strategy.params(),
+        "sampling": {
+            "common_noise": shared,
+            "streams": {
+                CLEAN: stream_seed(seed, CLEAN, shared),
+                role: stream_seed(seed, role, shared),
+            },
+        },
         "metrics": metrics,
         "per_bin": per_bin_table(r_co, r_cl, int(cfg.metric.bins), clean_bins),
         "counts": {
@@ -188,12 +188,24 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         },
         "timings": {"clean": t_clean, "contaminated": t_cont, "wall_s": time.perf_counter() - started},
     }
+    analysis = cfg.get("analysis") or {}
+    clean_2 = None
+    if analysis.get("floor", True) or analysis.get("stability", False):
+        _, clean_2, _ = sample_model(cfg, domain, clean_src, Strategy(), CLEAN_2, progress)
+        results["sampling"]["streams"][CLEAN_2] = stream_seed(seed, CLEAN_2, shared)
+    if analysis.get("floor", True):
+        r_c2, r01_c2, _ = _readouts(clean_2, stream_seed(seed, CLEAN_2 + "/readout"))
+        # What a perfect strategy would score at this m: an independent clean batch against the first.
+        results["floor"] = {
+            "metrics": _metrics(cfg, r_c2, r_cl, r01_c2, r01_cl, clean_bins, leaked),
+            "per_bin": per_bin_table(r_c2, r_cl, int(cfg.metric.bins), clean_bins),
+        }
     if detector is not None:
         results["detection"] = _detect(cfg, domain, detector, out_dir, progress)
-    figures = _analyses(cfg, domain, results, clean_greedy, clean, cont, leaked, out_dir, progress)
+    figures = _analyses(cfg, domain, results, clean_greedy, clean, clean_2, cont, leaked, out_dir, progress)
     atomic_write_json(out_dir / "results.json", results)
     domain.split.save(out_dir / "split.json")
-    _write_per_question(out_dir / "per_question.csv", domain, leaked, clean_bins, clean, cont)
+    _write_per_question(out_dir / "per_question.csv", domain, leaked, clean_bins, clean, cont, r01_cl, r01_co)
     _log_wandb(cfg, results, out_dir, figures)
     v = metrics["all"]["values"]
     log.info(
@@ -210,7 +222,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     return results
 
 
-def _write_per_question(path, domain, leaked, clean_bins, clean, cont) -> None:
+def _write_per_question(path, domain, leaked, clean_bins, clean, cont, r01_cl, r01_co) -> None:
     rows = [
         [
             "id",
@@ -222,9 +234,11 @@ def _write_per_question(path, domain, leaked, clean_bins, clean, cont) -> None:
             "strategy_kept",
             "r_clean",
             "r_strategy",
+            "r01_clean",
+            "r01_strategy",
         ]
     ]
-    for q, lk, b, cl, co in zip(domain.test, leaked, clean_bins, clean, cont):
+    for q, lk, b, cl, co, a, z in zip(domain.test, leaked, clean_bins, clean, cont, r01_cl, r01_co):
         rows.append(
             [
                 q.id,
@@ -235,6 +249,8 @@ def _write_per_question(path, domain, leaked, clean_bins, clean, cont) -> None:
                 *co.kept_counts(),
                 f"{cl.solve_probability():.6f}",
                 f"{co.solve_probability():.6f}",
+                int(a),
+                int(z),
             ]
         )
     buffer = io.StringIO()
@@ -242,7 +258,7 @@ def _write_per_question(path, domain, leaked, clean_bins, clean, cont) -> None:
     atomic_write_text(path, buffer.getvalue())
 
 
-def _analyses(cfg, domain, results, clean_greedy, clean, cont, leaked, out_dir, progress) -> dict[str, Path]:
+def _analyses(cfg, domain, results, clean_greedy, clean, clean_2, cont, leaked, out_dir, progress) -> dict[str, Path]:
     """Optional diagnostics of the job (``analysis.*``): per-bin figure, Figure 1, Figure 2; adds to ``results``."""
     from contamlab.analysis import diagnostics, figures
     from contamlab.metrics import readout_stability
@@ -271,12 +287,10 @@ def _analyses(cfg, domain, results, clean_greedy, clean, cont, leaked, out_dir, 
         results["figure1"] = diagnostics.figure1_summary(rouge, ranks, leaked)
         out["figure1"] = figures.figure1(rouge, ranks, leaked, out_dir / "figures" / "figure1.png", title)
     if analysis.get("stability", False):
-        second = copy.deepcopy(cfg)
-        second.seed = int(cfg.seed) + int(analysis.get("stability_seed_offset", 1000003))
-        _, clean_b, _ = sample_model(second, domain, results["models"]["clean"], Strategy(), progress)
         a = np.array([s.sample_correct for s in clean], dtype=bool)  # [N, m]
-        b = np.array([s.sample_correct for s in clean_b], dtype=bool)  # [N, m]
-        results["stability"] = {**readout_stability(a, b), "seeds": [int(cfg.seed), int(second.seed)]}
+        b = np.array([s.sample_correct for s in clean_2], dtype=bool)  # [N, m]: the independent second batch
+        streams = results["sampling"]["streams"]
+        results["stability"] = {**readout_stability(a, b), "seeds": [streams[CLEAN], streams[CLEAN_2]]}
         out["figure2"] = figures.figure2(a, b, out_dir / "figures" / "figure2.png", f"{cfg.model.name} / {domain.name}")
     return out
 
@@ -290,9 +304,13 @@ def _log_wandb(cfg, results, out_dir, figures=None) -> None:
         import wandb
 
         flat = {f"eval/{group}/{k}": v for group, e in results["metrics"].items() for k, v in e["values"].items()}
+        if "floor" in results:
+            floor = results["floor"]["metrics"]
+            flat.update({f"eval/floor/{g}/{k}": v for g, e in floor.items() for k, v in e["values"].items()})
         flat.update({f"eval/stability/{k}": v for k, v in results.get("stability", {}).items() if k != "seeds"})
         for group, values in results.get("figure1", {}).items():
-            flat.update({f"eval/figure1/{group}/{k}": v for k, v in values.items()})
+            if isinstance(values, dict):  # leaked / unleaked (the ROUGE-L interval is a list)
+                flat.update({f"eval/figure1/{group}/{k}": v for k, v in values.items()})
         run.log(flat)
         run.log({"eval/per_question": wandb.Table(dataframe=pd.read_csv(out_dir / "per_question.csv"))})
         if figures:

@@ -25,6 +25,9 @@ Check = Callable[[Any], bool]
 _HYDRA_KEYS = {"_target_", "_partial_", "_convert_", "_recursive_", "_args_"}
 # Parameters the entry points pass to a sampler factory themselves (decoding/sampler.py, decoding/vllm_sampler.py).
 _CALL_ARGS = {"sampler": {"model", "tokenizer", "stop", "max_new_tokens"}}
+# Keys of a group that the job reads itself and removes before building the target (evaluation.py); a new one must
+# be listed here, with a rule below.
+_JOB_KEYS = {"sampler": {"common_noise"}}
 
 
 def _is_int(value: Any) -> bool:
@@ -115,11 +118,12 @@ EVALUATE: dict[str, tuple[Check, str]] = {
     "analysis.figure1": boolean(),
     "analysis.figure1_steps": integer(1),
     "analysis.stability": boolean(),
-    "analysis.stability_seed_offset": integer(1),
+    "analysis.floor": boolean(),
     "metric.bins": integer(1),
     "metric.bootstrap": integer(0),
     "metric.confidence": number(0, 1, low_open=True),
     "model.draw": choice("multinomial", "inverse_cdf"),
+    "sampler.common_noise": boolean(),
 }
 SAMPLERS: dict[str, dict[str, tuple[Check, str]]] = {
     "hf": {
@@ -259,7 +263,7 @@ def _check_group(cfg: DictConfig, group: str) -> None:
         params.pop(name, None)
     for key in node:
         key = str(key)
-        if key in _HYDRA_KEYS:
+        if key in _HYDRA_KEYS or key in _JOB_KEYS.get(group, set()):
             continue
         if key not in params:
             if open_kwargs:

@@ -2,14 +2,16 @@
 
 Figure 1 (a, c): ROUGE-L F1 between each sample and its own question's greedy trajectory, leaked vs unleaked; on
 leaked questions a contaminated model's samples collapse onto the greedy path.
-Figure 1 (b, d): the contaminated model teacher-forced on the clean model's greedy response; at the first ten steps
-where the two models' argmax differ, the rank of the clean model's token under the contaminated model (rank 1 cannot
-occur there; the paper finds rank 2 about half the time, the observation RailCap is built on).
+Figure 1 (b, d): the contaminated model teacher-forced on the clean model's greedy response; over the first ten
+decoding steps (t = 1..10), at those where the two models' argmax differ, the rank of the clean model's token under the
+contaminated model (rank 1 cannot occur there; the paper finds rank 2 about half the time, the observation RailCap is
+built on). Spec metrics-and-railcap.md §6: the first ten steps of decoding, not the first ten disagreements anywhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -43,23 +45,24 @@ def divergence_ranks(
     pad_id: int = 0,
     progress: bool = False,
 ) -> list[list[int]]:
-    """Rank of the clean model's greedy token under ``model`` at the first ``max_steps`` disagreement steps.
+    """Rank of the clean model's greedy token under ``model`` at the disagreement steps among the first ``max_steps``.
 
     ``model`` (the contaminated one) reads each prompt followed by the clean model's greedy response (teacher
-    forcing). At step t it predicts token t of that response; where its argmax differs from the clean token, the
-    clean token's rank is 1 + the number of tokens with a strictly larger logit (Figure 1 b, d).
+    forcing). At step t = 1..max_steps it predicts token t of that response; where its argmax differs from the clean
+    token, the clean token's rank is 1 + the number of tokens with a strictly larger logit (Figure 1 b, d). Steps
+    after ``max_steps`` are never looked at, even when the first ones all agree.
 
     Args:
         model: A causal LM returning ``logits``.
         prompt_ids: Token ids of each prompt.
         clean_greedy_ids: The clean model's greedy response per prompt (generated tokens only).
-        max_steps: Disagreement steps recorded per question (the paper: ten).
+        max_steps: The first decoding steps examined per question (the paper: ten).
         batch_size: Sequences per forward pass (right padding, attention mask).
         pad_id: Token id used for padding (never scored).
         progress: Show a progress bar.
 
     Returns:
-        Per question, the ranks (each >= 2) in step order, at most ``max_steps`` of them.
+        Per question, the ranks (each >= 2) at the disagreeing steps among the first ``max_steps``, in step order.
     """
     device = next(model.parameters()).device
     order = list(range(len(prompt_ids)))
@@ -73,21 +76,30 @@ def divergence_ranks(
             p, target = len(prompt_ids[i]), list(clean_greedy_ids[i])
             if not target:
                 continue
+            target = target[:max_steps]  # decoding steps t = 1..max_steps
             step_logits = logits[row, p - 1 : p - 1 + len(target)]  # [T, V]: position p-1+t predicts token t
             tokens = torch.tensor(target, device=step_logits.device)  # [T]
             chosen = step_logits.gather(1, tokens[:, None])  # [T, 1]
             rank = 1 + (step_logits > chosen).sum(dim=1)  # [T]
             disagree = step_logits.argmax(dim=1) != tokens  # [T]
-            ranks[i] = rank[disagree][:max_steps].tolist()
+            ranks[i] = rank[disagree].tolist()
     return ranks
 
 
 def figure1_summary(
-    rouge: Sequence[Sequence[float]], ranks: Sequence[Sequence[int]], leaked: Sequence[bool]
-) -> dict[str, dict[str, float]]:
-    """Per group (leaked / unleaked): mean per-question ROUGE-L to greedy and the rank distribution's key shares."""
+    rouge: Sequence[Sequence[float]],
+    ranks: Sequence[Sequence[int]],
+    leaked: Sequence[bool],
+    draws: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Per group (leaked / unleaked): mean per-question ROUGE-L to greedy and the rank distribution's key shares.
+
+    Also ``rouge_l_diff_ci``: a 95 % bootstrap interval (questions resampled within each group) of the leaked minus
+    unleaked mean per-question ROUGE-L, the size of the collapse onto the greedy trajectory.
+    """
     leaked = np.asarray(leaked, dtype=bool)
-    out = {}
+    out: dict[str, Any] = {}
     for group, mask in (("leaked", leaked), ("unleaked", ~leaked)):
         per_q = [float(np.mean(r)) for r, keep in zip(rouge, mask) if keep and len(r)]
         flat = np.array([x for r, keep in zip(ranks, mask) if keep for x in r], dtype=float)
@@ -99,4 +111,13 @@ def figure1_summary(
             "rank_le5_share": float((flat <= 5).mean()) if flat.size else float("nan"),
             "rank_median": float(np.median(flat)) if flat.size else float("nan"),
         }
+    per_q = [np.array([np.mean(r) for r, k in zip(rouge, leaked) if k == g and len(r)]) for g in (True, False)]
+    if all(x.size for x in per_q):
+        rng = np.random.default_rng(seed)
+        diffs = [
+            rng.choice(per_q[0], per_q[0].size).mean() - rng.choice(per_q[1], per_q[1].size).mean()
+            for _ in range(draws)
+        ]
+        lo, hi = np.quantile(diffs, [0.025, 0.975])
+        out["rouge_l_diff_ci"] = [float(lo), float(hi)]
     return out

@@ -4,6 +4,8 @@
 ``make reproduce`` tree) and writes ``<dir>/report.md`` with the figures it references under ``<dir>/figures/``:
 
 - Table 1: G-AP vs SA-PPG per strategy (the rank reversal), per (model, domain);
+- in Tables 1-4 the reference row "Clean, 2nd batch": an independent second clean batch scored against the first,
+  what a perfect strategy would score at this m (the noise floor, spec metrics-and-railcap.md §1);
 - Table 2: Δ⁺, Δ⁻, A-PPG, G-APP, SA-PPG per strategy (with All-Zero);
 - Table 3: SA-PPG per strategy × (model, domain);
 - Table 4: the RailCap ablation (n = 1..7, ban at n = 4) with S-Δ⁺ / S-Δ⁻, All-Zero as reference;
@@ -27,7 +29,9 @@ from contamlab.io import atomic_write_text
 
 log = logging.getLogger("contamlab")
 METRICS = ("sa_ppg", "a_ppg", "g_app", "g_ap", "delta_plus", "delta_minus", "s_delta_plus", "s_delta_minus")
-STRATEGY_ORDER = ("identity", "ted", "lne", "shortcut", "railcap", "all_zero")
+FLOOR = "clean_2nd"  # the noise-floor reference row
+FLOOR_LABEL = "Clean, 2nd batch"
+STRATEGY_ORDER = ("identity", "ted", "lne", "shortcut", "railcap", "all_zero", FLOOR)
 RAILCAP_DEFAULT = {"n": 4, "mode": "cap", "duplicates": "all"}
 
 
@@ -48,19 +52,36 @@ def load_results(root: str | Path) -> list[tuple[Path, dict[str, Any]]]:
     return sorted(found, key=lambda item: os.path.getmtime(item[0]), reverse=True)
 
 
+def _flatten(row: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
+    for group, entry in metrics.items():
+        for name in METRICS:
+            row[f"{group}/{name}"] = entry["values"][name]
+            if "ci" in entry and name in entry["ci"]:
+                row[f"{group}/{name}_lo"], row[f"{group}/{name}_hi"] = entry["ci"][name]
+    return row
+
+
 def metric_rows(
     results: list[tuple[Path, dict[str, Any]]], dropped: list[tuple[Path, Path]] | None = None
 ) -> list[dict[str, Any]]:
     """One flat row per restoration job (model, domain, strategy + its parameters, every metric per group).
 
-    A job that repeats an earlier one in ``results`` (same model, domain, strategy, m, questions, sampling and model
-    sources; ``load_results`` lists the newest first) is dropped; ``dropped`` collects ``(dropped, kept)`` paths.
+    Each (model, domain, sampling setting) also gets one noise-floor row (``strategy_name`` ``clean_2nd``) from the
+    newest job that measured it. A job that repeats an earlier one in ``results`` (same model, domain, strategy, m,
+    questions, sampling and model sources; ``load_results`` lists the newest first) is dropped; ``dropped`` collects
+    ``(dropped, kept)`` paths.
     """
     rows, seen = [], {}
     for path, result in results:
         if "metrics" not in result:
             continue  # detection-only job
         cfg, strategy = result["config"], result["strategy"]
+        if "floor" in result:
+            floor = _floor_row(path, result)
+            key = (floor["model"], floor["domain"], floor["m"], floor["questions"], floor["setting"])
+            if key not in seen:  # every job of a setting measures its floor: not a duplicate run
+                seen[key] = path
+                rows.append(floor)
         row: dict[str, Any] = {
             "job": str(path.parent),
             "model": cfg["model"]["name"],
@@ -79,13 +100,25 @@ def metric_rows(
                 dropped.append((path, seen[key]))
             continue
         seen[key] = path
-        for group, entry in result["metrics"].items():
-            for name in METRICS:
-                row[f"{group}/{name}"] = entry["values"][name]
-                if "ci" in entry and name in entry["ci"]:
-                    row[f"{group}/{name}_lo"], row[f"{group}/{name}_hi"] = entry["ci"][name]
-        rows.append(row)
+        rows.append(_flatten(row, result["metrics"]))
     return rows
+
+
+def _floor_row(path: Path, result: dict[str, Any]) -> dict[str, Any]:
+    """The noise-floor row of a job: its second clean batch scored against the first (same setting, same key)."""
+    cfg = result["config"]
+    sampling = [cfg.get(k) for k in ("temperature", "seed", "max_new_tokens")]
+    row: dict[str, Any] = {
+        "job": str(path.parent),
+        "model": cfg["model"]["name"],
+        "domain": cfg["domain"]["name"],
+        "strategy": FLOOR,
+        "strategy_name": FLOOR,
+        "m": result["counts"]["m"],
+        "questions": result["counts"]["questions"],
+        "setting": str((sampling, (result.get("models") or {}).get("clean"))),
+    }
+    return _flatten(row, result["floor"]["metrics"])
 
 
 def _label_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -96,6 +129,8 @@ def _label_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         count[k] = count.get(k, 0) + 1
     for r in rows:
         r["label"] = r["strategy_name"] if count[(r["model"], r["domain"], r["strategy_name"])] == 1 else r["strategy"]
+        if r["strategy_name"] == FLOOR:
+            r["label"] = FLOOR_LABEL
     return rows
 
 
@@ -132,11 +167,22 @@ def _ranks(values: list[float]) -> list[int]:
 
 
 def table1(rows: list[dict[str, Any]]) -> str:
-    """G-AP vs SA-PPG per strategy with each metric's ranking (1 = best): the paper's rank reversal."""
-    gap, sappg = [r["all/g_ap"] for r in rows], [r["all/sa_ppg"] for r in rows]
+    """G-AP vs SA-PPG per strategy with each metric's ranking (1 = best): the paper's rank reversal.
+
+    The noise-floor row is shown for reference and not ranked.
+    """
+    ranked = [r for r in rows if r["strategy_name"] != FLOOR]
+    gap, sappg = _ranks([r["all/g_ap"] for r in ranked]), _ranks([r["all/sa_ppg"] for r in ranked])
+    rank = {id(r): (str(a), str(b)) for r, a, b in zip(ranked, gap, sappg)}
     body = [
-        [r["label"], _fmt(r, "all/g_ap"), str(a), _fmt(r, "all/sa_ppg"), str(b)]
-        for r, a, b in zip(rows, _ranks(gap), _ranks(sappg))
+        [
+            r["label"],
+            _fmt(r, "all/g_ap"),
+            rank.get(id(r), ("–",))[0],
+            _fmt(r, "all/sa_ppg"),
+            rank.get(id(r), ("", "–"))[1],
+        ]
+        for r in rows
     ]
     return _table(["strategy", "G-AP", "rank", "SA-PPG", "rank"], body)
 
@@ -153,8 +199,10 @@ def table3(rows: list[dict[str, Any]]) -> str:
     settings = sorted({(r["model"], r["domain"]) for r in rows})
     strategies = sorted({(_order(r), r["label"]) for r in rows})
     cell = {(r["model"], r["domain"], r["label"]): r["all/sa_ppg"] for r in rows}
+    reference = {"all_zero", FLOOR_LABEL}
     best = {
-        s: min((v for (m, d, _), v in cell.items() if (m, d) == s and _ != "all_zero"), default=None) for s in settings
+        s: min((v for (m, d, n), v in cell.items() if (m, d) == s and n not in reference), default=None)
+        for s in settings
     }
     body = []
     for _, name in strategies:
@@ -162,13 +210,13 @@ def table3(rows: list[dict[str, Any]]) -> str:
         for s in settings:
             value = cell.get((*s, name))
             text = "" if value is None else f"{value:.4f}"
-            cells.append(f"**{text}**" if value is not None and value == best[s] and name != "all_zero" else text)
+            cells.append(f"**{text}**" if value is not None and value == best[s] and name not in reference else text)
         body.append([name, *cells])
     return _table(["strategy", *(f"{m} × {d}" for m, d in settings)], body)
 
 
-def table4(railcap: list[dict[str, Any]], all_zero: dict[str, Any] | None) -> str:
-    """The RailCap ablation: n sweep (cap), ban at n = 4, All-Zero."""
+def table4(railcap: list[dict[str, Any]], all_zero: dict[str, Any] | None, floor: dict[str, Any] | None = None) -> str:
+    """The RailCap ablation: n sweep (cap), ban at n = 4, All-Zero and the noise floor as references."""
     keys = ("sa_ppg", "s_delta_plus", "s_delta_minus")
     ordered = sorted(railcap, key=lambda r: (r.get("mode") != "cap", r.get("n", 0), r.get("duplicates", "")))
     body = []
@@ -179,6 +227,8 @@ def table4(railcap: list[dict[str, Any]], all_zero: dict[str, Any] | None) -> st
         body.append([label, *(_fmt(r, f"all/{k}", ci=False) for k in keys)])
     if all_zero is not None:
         body.append(["All-Zero", *(_fmt(all_zero, f"all/{k}", ci=False) for k in keys)])
+    if floor is not None:
+        body.append([FLOOR_LABEL, *(_fmt(floor, f"all/{k}", ci=False) for k in keys)])
     return _table(["RailCap", "SA-PPG", "S-Δ⁺", "S-Δ⁻"], body)
 
 
@@ -226,11 +276,14 @@ def build_report(root: str | Path) -> str | None:
         railcap = [r for r in every if r["strategy_name"] == "railcap"]
         if len(railcap) > 1:
             zero = next((r for r in here if r["strategy_name"] == "all_zero"), None)
-            lines += ["### Table 4: RailCap ablation", "", table4(railcap, zero), ""]
+            floor = next((r for r in here if r["strategy_name"] == FLOOR), None)
+            lines += ["### Table 4: RailCap ablation", "", table4(railcap, zero, floor), ""]
             capped = [r for r in railcap if r.get("mode") == "cap" and r.get("duplicates", "all") == "all"]
             if len(capped) > 1:
                 fig = figures.ablation_figure(capped, root / "figures" / f"table4_{model}_{domain}.png")
                 lines += [f"![Table 4, {model} × {domain}]({_rel(fig, root)})", ""]
+        if here:
+            lines += _claims_section(results, here, railcap, model, domain)
     if main:
         title = "## Table 3: SA-PPG per strategy and setting (best non-trivial strategy in bold)"
         lines += [title, "", table3(main), ""]
@@ -242,6 +295,21 @@ def build_report(root: str | Path) -> str | None:
         lines += ["## Detectors (AUROC, leaked vs unleaked; the clean model is the control)", ""]
         lines += [detector_table(detection), ""]
     return "\n".join(lines)
+
+
+def _claims_section(results, here, railcap, model: str, domain: str) -> list[str]:
+    """The paper's claims held against this setting (:mod:`contamlab.analysis.claims`)."""
+    from contamlab.analysis.claims import claims
+
+    def newest(block: str) -> dict[str, Any] | None:
+        for _, r in results:  # newest first
+            if block in r and (r["config"]["model"]["name"], r["config"]["domain"]["name"]) == (model, domain):
+                return r[block]
+        return None
+
+    body = claims(here, railcap, newest("figure1"), newest("stability"))
+    header = ["claim (verdict rule)", "paper (Llama-2 × GSM8K)", "this setting (95% interval)", "verdict"]
+    return ["### Claims of the paper", "", _table(header, body), ""]
 
 
 def _figure_sections(results: list[tuple[Path, dict[str, Any]]], root: Path) -> list[str]:

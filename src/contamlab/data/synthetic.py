@@ -79,6 +79,31 @@ class ArithDomain(Domain):
         leaked = super().leaked_training_questions(split)
         return leaked + [q for v in range(1, self.leak_variants) for q in self._reworded(leaked, v)]
 
+    def reference_versions(self, questions: list[Question], n: int = 3) -> list[list[Question]]:
+        """BenBench's paraphrased references: ``n`` full rewrites (question and solution) of each question.
+
+        Each is a fresh draw of the pq templates (variants 1001, 1002, ...), rendered in the pq style throughout, as
+        BenBench's three GPT rewrites of each GSM8K item. A draw whose question is a text the contaminated model
+        trained on (arith_pq's leaked rewordings) or repeats an earlier draw is skipped, within 64 draws: a short
+        problem has few templates. Works on both splits.
+        """
+        by_id = {p.uid: p for p in (*self.problems[0], *self.problems[1])}
+        leaked = {q.question for q in self.leaked_training_questions()} if self.leak_style == "pq" else set()
+        versions: list[list[Question]] = [[] for _ in range(n)]
+        for q in questions:
+            drawn: list[tuple[str, str]] = []
+            spare: list[tuple[str, str]] = []
+            for v in range(1001, 1065):
+                text, solution = render(reworded(by_id[q.id], v), "pq")
+                fresh = text not in leaked and all(text != t for t, _ in drawn)
+                (drawn if fresh else spare).append((text, solution))
+                if len(drawn) == n:
+                    break
+            drawn += spare[: n - len(drawn)]
+            for version, (text, solution) in zip(versions, drawn):
+                version.append(Question(q.id, text, solution, q.answer))
+        return versions
+
     def paraphrased_train(self) -> list[Question]:
         """Training problems with the question in the paraphrase wording and the original solution (as in PQ)."""
         return [

@@ -1,7 +1,8 @@
 """LNE-blocking: entropy-scaled blocking of the argmax at the first generated positions.
 
 Implements Hou et al. 2025, "LNE-Blocking" (arXiv 2509.15218; spec: mitigation-baselines.md §2). The
-length-normalised entropy LNE = (1/N) sum_i H(p_i) of one greedy pass (Eq. 1, natural log, temperature 1) sets the
+length-normalised entropy LNE = (1/N) sum_i H(p_i) of one greedy pass (Eq. 1, natural log, temperature 1; recorded by
+the sampler's greedy decode, ``HFSampler.last_entropy``, and by vLLM's entropy processor) sets the
 blocking strength n_block = floor(T_task * clip(1 - LNE/beta, 0, 1)) (Eq. 10, beta = 2, T_task = 7 for arithmetic);
 the blocked pass then masks the single argmax token at each of the first n_block generated positions (Eq. 9).
 """
@@ -20,33 +21,11 @@ ROUNDINGS = ("floor", "round")
 _EPS = 1e-9
 
 
-def mean_entropy(logits: Tensor) -> float:
-    """Length-normalised entropy of a greedy pass (Eq. 1): the mean over steps of the softmax entropy in nats.
-
-    Args:
-        logits: ``[T, V]`` raw logits of the T generated steps (temperature 1, no top-k/top-p, padding excluded).
-
-    Returns:
-        The mean entropy, computed in float32.
-
-    Raises:
-        ValueError: If ``logits`` is not 2-D or has no step.
-    """
-    if logits.ndim != 2:
-        raise ValueError(f"mean_entropy expects logits [T, V], got shape {tuple(logits.shape)}")
-    if logits.shape[0] == 0:
-        raise ValueError("mean_entropy: empty trajectory (no generated step), the LNE is undefined")
-    probs = torch.softmax(logits.float(), dim=-1)  # [T, V]
-    # xlogy gives 0 * log 0 = 0, so tokens masked to -inf contribute nothing instead of NaN.
-    entropy = -torch.special.xlogy(probs, probs).sum(dim=-1)  # [T]
-    return float(entropy.mean())
-
-
 def n_block(lne: float, t_task: int = 7, beta: float = 2.0, rounding: str = "floor") -> int:
     """Blocking count of one question (Eq. 10): ``T_task * clip(1 - LNE / beta, 0, 1)``, rounded.
 
     Args:
-        lne: The question's LNE from :func:`mean_entropy`.
+        lne: The question's LNE: the mean entropy of its greedy pass, as the sampler records it.
         t_task: Task threshold T_task (7 for arithmetic reasoning, 4 for code).
         beta: Normaliser of the LNE (paper: 2).
         rounding: ``floor`` (default) or ``round`` (half up, not banker's rounding).

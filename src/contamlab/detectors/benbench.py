@@ -9,10 +9,11 @@ detection.md §2, following GAIR-NLP/benbench:
   greedily for exactly n tokens; correct iff the generated ids equal the next n reference ids (a continuation that
   stops early is wrong from its end on). Lenient variants on decoded strings: edit similarity >= 0.9 and ROUGE-L F
   >= 0.75 (configurable). A sample with all five n-grams correct is flagged (instance level).
-- Δ = relative gap between the original and its paraphrased references, in percent, positive = the original is more
-  predictable: (M_ori - M_ref) / M_ref x 100 for accuracies, (PPL_ref - PPL_ori) / PPL_ori x 100 for PPL (our
-  choice of denominator, see the spec); δ_train-test = Δ_train - Δ_test. We also report δ_seen-unseen = Δ_leaked -
-  Δ_unleaked (the paper's meta-experiment).
+- Δ = relative gap between the original and its paraphrased references (the mean over the references, 3 full
+  rewrites where available), in percent, positive = the original is more predictable. The paper normalises the
+  decrement by the *original* score (§3.3, Figure 3): δ_acc = (M_ori - M_ref) / M_ori x 100 (None when M_ori = 0),
+  δ_PPL = (PPL_ref - PPL_ori) / PPL_ori x 100. δ_train-test = Δ_train - Δ_test. We also report δ_seen-unseen =
+  Δ_leaked - Δ_unleaked (the paper's meta-experiment).
 
 Per-question score (higher = more likely seen): the configured atomic metric on the original question (``ngram_5`` by
 default; ``ppl`` scores -log PPL), optionally minus its value on the references (``relative``). Dataset score = Δ_test
@@ -145,7 +146,7 @@ class BenBenchDetector(Detector):
         batch_tokens: Rows x padded length per perplexity forward pass (None: 1,024 on a CPU, 8,192 on an accelerator).
     """
 
-    version = 1
+    version = 2  # 2: Δ over the original score; three full rewrites as arith's references
 
     def __init__(
         self,
@@ -265,10 +266,10 @@ class BenBenchDetector(Detector):
         leaked = np.array([ctx.domain.split.is_leaked(q.id) for q in test])
         per: dict[str, dict[str, Any]] = {}
         for split, questions in splits.items():
-            refs, source = reference_versions(ctx.domain, split, questions, self.paraphraser)
+            refs, about = reference_versions(ctx.domain, split, questions, self.paraphraser)
             ori = self.metrics(ctx, questions, f"benbench {split}")
             ref_metrics = [self.metrics(ctx, version, f"benbench {split}-ref{v}") for v, version in enumerate(refs)]
-            per[split] = {"ori": ori, "refs": ref_metrics, "source": source}
+            per[split] = {"ori": ori, "refs": ref_metrics, "about": about}
         test_ori, test_refs = per["test"]["ori"], per["test"]["refs"]
         primary = test_ori[self.score_name]
         raw = -np.log(primary) if self.score_name == "ppl" else primary
@@ -312,7 +313,7 @@ class BenBenchDetector(Detector):
                 "summary": summary,
                 "deltas": deltas,
                 "instance_flags": flags,
-                "reference_source": {split: p["source"] for split, p in per.items()},
+                "references": {split: p["about"] for split, p in per.items()},
                 "dataset_score_is": "delta_test_percent" if primary_summary["delta"] is not None else "mean",
                 "dropped": int(np.isnan(primary).sum()),
             },
@@ -326,15 +327,16 @@ def _mean(values: np.ndarray, mask: np.ndarray | None) -> float | None:
 
 
 def relative_delta(metric: str, ori: float | None, ref: float | None) -> float | None:
-    """Δ in percent, positive = the original is more predictable than its references.
+    """Δ in percent, positive = the original is more predictable than its references (BenBench §3.3, Figure 3).
 
-    Accuracies: (ori - ref) / ref x 100; perplexity: (ref - ori) / ori x 100. None when undefined.
+    The decrement from the original to the references, normalised by the original's score: accuracies
+    (ori - ref) / ori x 100; perplexity (lower is better) (ref - ori) / ori x 100. None when ori is 0 or missing.
     """
-    if ori is None or ref is None:
+    if ori is None or ref is None or ori <= 0:
         return None
     if metric == "ppl":
-        return (ref - ori) / ori * 100.0 if ori > 0 else None
-    return (ori - ref) / ref * 100.0 if ref > 0 else None
+        return (ref - ori) / ori * 100.0
+    return (ori - ref) / ori * 100.0
 
 
 def _summarise(ori: dict[str, np.ndarray], refs: list[dict[str, np.ndarray]], mask: np.ndarray | None) -> dict:

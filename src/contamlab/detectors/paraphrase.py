@@ -3,10 +3,11 @@
 BenBench compares a model's metrics on the original benchmark with those on rewritten versions of it (same numbers,
 same answers, other wording). Sources, in order of preference:
 
-- ``arith`` / ``arith_pq`` (both splits): the problems' ``pq`` question wording with the original solution (as
-  GSM8K-PQ; the ``pq`` solution templates are never seen in training, so rewording them would swamp Δ).
+- ``arith`` / ``arith_pq`` (both splits): three independent full rewrites of question and solution (three fresh
+  draws of the ``pq`` templates), as BenBench's three rewrites of each item.
 - GSM8K test: the PQ file (``gsm8k-pq/rephrase_gsm8k_test.jsonl``: rephrased question, paired with the original
-  solution, as the ``pq`` domain does).
+  solution, as the ``pq`` domain does). The only offline reference: one version, and the solution is *not*
+  rewritten, so answer perplexity scores identical text there. A configured paraphraser makes full rewrites.
 - Anything else: a pluggable :class:`Paraphraser`, e.g. :class:`OpenAIParaphraser` (an OpenAI-compatible chat
   endpoint; the key comes from the environment and is never logged). Its rewrites are checked to keep every number
   and the final answer, and cached as JSON.
@@ -166,35 +167,37 @@ class OpenAIParaphraser(Paraphraser):
         return None
 
 
+FULL_REWRITE = "full rewrite (question and solution)"
+QUESTION_ONLY = "question rephrased, original solution kept"
+
+
 def reference_versions(
     domain: Domain, split: str, questions: Sequence[Question], paraphraser: Paraphraser | None
-) -> tuple[list[list[Question | None]], str]:
-    """Paraphrased versions of ``questions`` (aligned 1:1; None where no rewrite exists) and their source's name.
+) -> tuple[list[list[Question | None]], dict[str, Any]]:
+    """Paraphrased versions of ``questions`` (aligned 1:1; None where no rewrite exists) and what they are.
 
     Args:
         domain: The domain the questions come from.
         split: ``test`` or ``train``.
         questions: The original questions (for GSM8K test: the test set from its start, as the PQ file is aligned).
-        paraphraser: Fallback rewriter; None = no reference where the domain has none.
+        paraphraser: Rewriter for domains without a built-in source (also the only source of *full* GSM8K
+            rewrites); None = no reference where the domain has none.
 
     Returns:
-        ``(versions, source)``; ``([], "none")`` when no source is available.
+        ``(versions, about)`` with ``about`` = ``{"source", "n", "kind"}``; no versions when nothing is available.
     """
     from contamlab.data.gsm8k import GSM8KDomain, PQDomain
-    from contamlab.data.synthetic import ArithDomain
 
-    if isinstance(domain, ArithDomain):
-        from contamlab.data.arith import render
-
-        by_id = {p.uid: p for p in (*domain.problems[0], *domain.problems[1])}
-        # As GSM8K-PQ (and the arith_pq leak): the question reworded, the original solution kept.
-        out = [Question(q.id, render(by_id[q.id], "pq")[0], q.solution, q.answer) for q in questions]
-        return [out], "arith_pq"
+    own = getattr(domain, "reference_versions", None)
+    if own is not None:  # the synthetic domains rewrite their own problems
+        versions = own(list(questions))
+        return versions, {"source": f"{domain.name} pq templates", "n": len(versions), "kind": FULL_REWRITE}
+    if paraphraser is not None:
+        versions = [[paraphraser.paraphrase(q, v) for q in questions] for v in range(paraphraser.n_versions)]
+        name = paraphraser.identity().get("model", type(paraphraser).__name__)
+        return versions, {"source": f"paraphraser:{name}", "n": len(versions), "kind": FULL_REWRITE}
     if isinstance(domain, GSM8KDomain) and split == "test":
         pq_file = domain.paraphrase_file if isinstance(domain, PQDomain) else "gsm8k-pq/rephrase_gsm8k_test.jsonl"
         pq = PQDomain(name="pq", family=domain.family, data_dir=domain.data_dir, paraphrase_file=pq_file)
-        return [list(pq._load_leak_texts(list(questions)))], "gsm8k-pq"
-    if paraphraser is None:
-        return [], "none"
-    versions = [[paraphraser.paraphrase(q, v) for q in questions] for v in range(paraphraser.n_versions)]
-    return versions, f"paraphraser:{paraphraser.identity().get('model', type(paraphraser).__name__)}"
+        return [list(pq._load_leak_texts(list(questions)))], {"source": "gsm8k-pq", "n": 1, "kind": QUESTION_ONLY}
+    return [], {"source": "none", "n": 0, "kind": None}
