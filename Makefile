@@ -12,7 +12,7 @@ export TOKENIZERS_PARALLELISM ?= false
 .DEFAULT_GOAL := help
 
 help: ## Show this help
-	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -112,7 +112,7 @@ test-vllm: $(STAMP) $(VLLM_STAMP) ## vLLM backend = HF backend on tiny models (o
 	WANDB_MODE=$${WANDB_MODE:-disabled} VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 \
 		CONTAMLAB_HF_PYTHON=$(abspath $(PY)) $(VLLM_PY) -m pytest -q -p no:cacheprovider tests_vllm
 
-bench: $(STAMP) ## Benchmarks on the default world's model: sampling, detectors, training (tables + JSON)
+bench: train ## Benchmarks on the default world's model: sampling, detectors, training (trains the world first)
 	$(PY) benchmarks/sampling.py --model tiny
 	$(PY) benchmarks/detectors.py --model tiny
 	$(PY) benchmarks/training.py --model tiny
@@ -139,8 +139,9 @@ smollm2-run: $(STAMP) ## SmolLM2, 100 GSM8K questions: identity, RailCap, TED (m
 		model.clean=$$smol model.contaminated=$$smol hydra.sweep.dir=$(SMOL_RUN)/benbench
 	$(PY) -m contamlab.analysis.report $(SMOL_RUN)
 
-sync: $(STAMP) ## Upload offline W&B runs (needs WANDB_API_KEY)
-	find outputs -type d -name 'offline-run-*' -print0 | xargs -0 -r $(VENV)/bin/wandb sync
+# A .partial stage directory is a training run that was killed and never resumed (or is still running): skip its runs.
+sync: $(STAMP) ## Upload offline W&B runs (needs WANDB_API_KEY; skips unfinished .partial stages)
+	find outputs -type d -name 'offline-run-*' -not -path '*.partial/*' -print0 | xargs -0 -r $(VENV)/bin/wandb sync
 
 wandb-report: $(STAMP) ## Build and save the W&B Report of a grid (WANDB_ENTITY, GROUP=<run group>; online)
 	$(PY) scripts/wandb_report.py --group "$(GROUP)" --save

@@ -8,9 +8,8 @@ from omegaconf import DictConfig
 def main(cfg: DictConfig) -> None:
     """Thin entry point: all logic lives in :func:`contamlab.evaluation.run`."""
     from contamlab.config import run_safely
-    from contamlab.evaluation import run
 
-    run_safely(run, cfg)
+    run_safely("contamlab.evaluation:run", cfg)  # imported once the config is valid: a bad value fails fast
 
 
 if __name__ == "__main__":

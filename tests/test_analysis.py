@@ -127,6 +127,11 @@ def test_report_tables_rank_reversal_ablation_and_dedup(tmp_path):
         "n = 4, ban",
     ]
     assert "0.9900" not in text  # the stale duplicate lost to the newer job
+    # ... and the report says so, naming both files
+    assert (
+        "1 duplicate run(s) dropped, the newer results.json kept: `t4/old/results.json` (kept `t1/2/results.json`)"
+        in text
+    )
     assert "| All-Zero | 0.5000" in table4
     assert (tmp_path / "figures" / "table1_tiny_arith.png").stat().st_size > 1000
     assert (tmp_path / "figures" / "table4_tiny_arith.png").exists()
@@ -191,3 +196,28 @@ def test_claims_by_hand(tmp_path):
         REPRODUCED if expected and rows[4]["all/sa_ppg"] == max(r["all/sa_ppg"] for r in rows) else NOT_REPRODUCED
     )
     assert table["readout stability"][3] == NOT_TESTABLE and table["ban worse than cap"][3] == NOT_TESTABLE
+
+
+def test_per_bin_legend_covers_no_bar_and_edge_bars_show(tmp_path, monkeypatch):
+    # Δ⁻ grows with the clean probability, so the largest bars sit at the right; bins at both ends of [0, 1].
+    per_bin = [
+        {"bin": b, "lo": b / 50, "hi": (b + 1) / 50, "n": 5, "mean_delta_plus": 0.05, "mean_delta_minus": b / 60}
+        for b in range(0, 50, 7)
+    ] + [{"bin": 49, "lo": 0.98, "hi": 1.0, "n": 40, "mean_delta_plus": 0.0, "mean_delta_minus": 0.9}]
+    checked = {}
+    save = figures._save
+
+    def inspect(fig, path):
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        legend = ax.get_legend().get_window_extent(renderer)
+        bars = [patch.get_window_extent(renderer) for patch in ax.patches]
+        checked["overlaps"] = sum(legend.overlaps(bar) for bar in bars if bar.width > 0 and bar.height > 0)
+        axes = ax.get_window_extent(renderer)
+        checked["outside"] = sum(bar.x0 < axes.x0 or bar.x1 > axes.x1 for bar in bars)
+        return save(fig, path)
+
+    monkeypatch.setattr(figures, "_save", inspect)
+    figures.per_bin_figure(per_bin, tmp_path / "pb.png")
+    assert checked == {"overlaps": 0, "outside": 0}

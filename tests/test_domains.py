@@ -141,3 +141,12 @@ def test_answer_budget_is_the_domains():
     assert compose("evaluate", ["domain=arith", "max_new_tokens=64"]).max_new_tokens == 64
     with pytest.raises(ContamlabError, match="domain.max_new_tokens"):
         load_domain("arith", max_new_tokens=0)
+
+
+def test_malformed_jsonl_gives_the_column(tmp_path):
+    # A raw tab inside a string: json's message alone ("Invalid control character at") has no position.
+    good = json.dumps({"question": "q", "answer": "a\n#### 1"})
+    path = _write(tmp_path / "x.jsonl", [good, good, '{"question": "a\tb", "answer": "x"}'])
+    with pytest.raises(ContamlabError) as err:
+        read_jsonl(path)
+    assert str(err.value).startswith(f"{path}:3: malformed JSON at column 16 (Invalid control character)")

@@ -68,3 +68,11 @@ def test_pad_batch_right_and_left():
     ids, mask = pad_batch([(5, 6, 7), torch.tensor([8])], pad_id=0, left=True)
     assert ids.tolist() == [[5, 6, 7], [0, 0, 8]] and mask.tolist() == [[1, 1, 1], [0, 0, 1]]
     assert ids.dtype == mask.dtype == torch.long
+
+
+def test_offline_hub_id_message_reads_cleanly(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ContamlabError) as err:
+        load_tokenizer("EleutherAI/pythia-12b")
+    message = str(err.value)
+    assert ".." not in message and "HF_HUB_OFFLINE=1" in message and "'EleutherAI/pythia-12b'" in message

@@ -64,9 +64,42 @@ def compose(
         raise ContamlabError(f"config error: {str(err).splitlines()[0]}") from None
 
 
-def run_safely(fn: Callable[[DictConfig], Any], cfg: DictConfig) -> Any:
-    """Run an entry point's ``run(cfg)``; a :class:`ContamlabError` becomes one line on stderr and exit status 2."""
+def group_choice(cfg: DictConfig, group: str) -> str | None:
+    """The option a config group was composed from (``model=pythia`` → ``pythia``), as typed on the command line.
+
+    ``model.name`` may differ (``pythia-12b``), and only the option is a valid ``model=`` value. None outside a
+    Hydra app (a config built by :func:`compose` without its Hydra node).
+    """
+    from hydra.core.hydra_config import HydraConfig
+
+    if HydraConfig.initialized():
+        choice = HydraConfig.get().runtime.choices.get(group)
+        return str(choice) if choice is not None else None
+    hydra = cfg.get("hydra") if "hydra" in cfg else None
+    choices = hydra.get("runtime", {}).get("choices", {}) if hydra is not None else {}
+    return str(choices[group]) if group in choices else None
+
+
+def run_safely(fn: Callable[[DictConfig], Any] | str, cfg: DictConfig) -> Any:
+    """Validate the config, then run an entry point's ``run(cfg)``.
+
+    A bad value (:func:`contamlab.validation.validate`, before any data or model loads) or any other
+    :class:`ContamlabError` becomes one line on stderr and exit status 2.
+
+    Args:
+        fn: The job, or its ``"module:function"`` path: imported only once the config is valid, so that a bad value
+            is reported before torch and transformers load (a second rather than five).
+        cfg: The composed config.
+    """
+    from contamlab.validation import validate
+
     try:
+        validate(cfg)
+        if isinstance(fn, str):
+            import importlib
+
+            module, _, name = fn.partition(":")
+            fn = getattr(importlib.import_module(module), name)
         return fn(cfg)
     except ContamlabError as err:
         print(f"contamlab: error: {err}", file=sys.stderr)

@@ -1,4 +1,7 @@
-"""Atomic file writes and content hashes: the two primitives every cache in contamlab is built on."""
+"""Atomic file writes and content hashes: the two primitives every cache in contamlab is built on.
+
+Also :func:`looks_like_path`, which tells a local path from a hub id without importing torch (config validation).
+"""
 
 from __future__ import annotations
 
@@ -72,3 +75,8 @@ def content_hash(data: Any, length: int = 12) -> str:
     """A short, stable hash of JSON-serialisable data (dict key order does not matter)."""
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:length]
+
+
+def looks_like_path(source: str) -> bool:
+    """Whether a model source is meant as a filesystem path rather than a hub id (``owner/name``)."""
+    return source.startswith((".", "/", "~")) or os.sep in source and source.count("/") > 1

@@ -43,17 +43,21 @@ def per_bin_figure(per_bin: Sequence[dict[str, Any]], path: str | Path, title: s
     width = (per_bin[0]["hi"] - per_bin[0]["lo"]) * 0.9 if per_bin else 0.02
     plus = np.array([row["mean_delta_plus"] for row in per_bin])
     minus = np.array([row["mean_delta_minus"] for row in per_bin])
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = plt.subplots(figsize=(7, 3.4))
     ax.bar(centers, plus, width=width, color="tab:red", label="Δ⁺ (under-suppression)")
     ax.bar(centers, -minus, width=width, color="tab:blue", label="Δ⁻ (over-suppression)")
+    top = max(plus.max(initial=0), 0.02)
     for x, row in zip(centers, per_bin):
-        ax.text(x, max(plus.max(initial=0), 0.02) * 1.05, str(row["n"]), ha="center", va="bottom", fontsize=6)
+        ax.text(x, top * 1.05, str(row["n"]), ha="center", va="bottom", fontsize=6)
     ax.axhline(0, color="black", linewidth=0.6)
-    ax.set_xlim(0, 1)
+    # Room for the bin sizes above the tallest bar, and half a bin beyond [0, 1] so the edge bars show whole.
+    ax.set_ylim(min(-minus.max(initial=0), 0) * 1.05 - 0.01, top * 1.2 + 0.01)
+    ax.set_xlim(-width, 1 + width)
     ax.set_xlabel("clean solve probability (bin)")
     ax.set_ylabel("mean per-question gap")
-    ax.set_title(title or "per-bin gaps (numbers: questions per bin)", fontsize=9)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title(title or "per-bin gaps (numbers: questions per bin)", fontsize=9, pad=22)
+    # Above the axes, under the title: inside, it covered the largest bars (Δ⁻ grows with the clean probability).
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     return _save(fig, path)
 
 

@@ -61,13 +61,17 @@ def _flatten(row: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def metric_rows(results: list[tuple[Path, dict[str, Any]]]) -> list[dict[str, Any]]:
+def metric_rows(
+    results: list[tuple[Path, dict[str, Any]]], dropped: list[tuple[Path, Path]] | None = None
+) -> list[dict[str, Any]]:
     """One flat row per restoration job (model, domain, strategy + its parameters, every metric per group).
 
     Each (model, domain, sampling setting) also gets one noise-floor row (``strategy_name`` ``clean_2nd``) from the
-    newest job that measured it.
+    newest job that measured it. A job that repeats an earlier one in ``results`` (same model, domain, strategy, m,
+    questions, sampling and model sources; ``load_results`` lists the newest first) is dropped; ``dropped`` collects
+    ``(dropped, kept)`` paths.
     """
-    rows, seen = [], set()
+    rows, seen = [], {}
     for path, result in results:
         if "metrics" not in result:
             continue  # detection-only job
@@ -75,8 +79,8 @@ def metric_rows(results: list[tuple[Path, dict[str, Any]]]) -> list[dict[str, An
         if "floor" in result:
             floor = _floor_row(path, result)
             key = (floor["model"], floor["domain"], floor["m"], floor["questions"], floor["setting"])
-            if key not in seen:
-                seen.add(key)
+            if key not in seen:  # every job of a setting measures its floor: not a duplicate run
+                seen[key] = path
                 rows.append(floor)
         row: dict[str, Any] = {
             "job": str(path.parent),
@@ -92,8 +96,10 @@ def metric_rows(results: list[tuple[Path, dict[str, Any]]]) -> list[dict[str, An
         models = sorted((result.get("models") or {}).items())
         key = (row["model"], row["domain"], row["strategy"], row["m"], row["questions"], str(sampling), str(models))
         if key in seen:
+            if dropped is not None:
+                dropped.append((path, seen[key]))
             continue
-        seen.add(key)
+        seen[key] = path
         rows.append(_flatten(row, result["metrics"]))
     return rows
 
@@ -248,8 +254,12 @@ def build_report(root: str | Path) -> str | None:
     results = load_results(root)
     if not results:
         return None
-    rows = metric_rows(results)
+    dropped: list[tuple[Path, Path]] = []
+    rows = metric_rows(results, dropped)
     lines = ["# contamlab report", "", f"{len(results)} job results under `{root}`.", ""]
+    if dropped:
+        merged = "; ".join(f"`{_rel(old, root)}` (kept `{_rel(new, root)}`)" for old, new in dropped)
+        lines += [f"{len(dropped)} duplicate run(s) dropped, the newer results.json kept: {merged}.", ""]
     settings = sorted({(r["model"], r["domain"]) for r in rows})
     main = _label_rows([r for r in rows if _is_main(r)])
     for model, domain in settings:

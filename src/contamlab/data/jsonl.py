@@ -21,7 +21,7 @@ def read_jsonl(path: str | Path, required: Sequence[str] = ()) -> list[dict]:
 
     Raises:
         ContamlabError: missing file, a line that is not a JSON object, a missing key, or no records at all;
-            the message names the file and the 1-based line number.
+            the message names the file and the 1-based line (and column) number.
     """
     path = Path(path)
     if not path.is_file():
@@ -34,7 +34,11 @@ def read_jsonl(path: str | Path, required: Sequence[str] = ()) -> list[dict]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as err:
-                raise ContamlabError(f"{path}:{lineno}: malformed JSON ({err.msg}); fix or remove this line") from None
+                # json's msg ("Invalid control character at") expects its position after it: give line and column.
+                reason = err.msg.removesuffix(" at")
+                raise ContamlabError(
+                    f"{path}:{lineno}: malformed JSON at column {err.colno} ({reason}); fix or remove this line"
+                ) from None
             if not isinstance(record, dict):
                 raise ContamlabError(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
             missing = [key for key in required if key not in record]

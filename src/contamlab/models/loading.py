@@ -14,6 +14,9 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from contamlab.errors import ContamlabError
+from contamlab.io import looks_like_path
+
+__all__ = ["DTYPES", "load_causal_lm", "load_tokenizer", "looks_like_path", "resolve_dtype"]
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -77,14 +80,9 @@ def load_causal_lm(
     return model.eval()
 
 
-def looks_like_path(source: str) -> bool:
-    """Whether a model source is meant as a filesystem path rather than a hub id."""
-    return source.startswith((".", "/", "~")) or os.sep in source and source.count("/") > 1
-
-
 def _not_found(source: str | Path, err: Exception) -> ContamlabError:
     offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
-    first = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+    first = str(err).splitlines()[0][:200].rstrip(". ") if str(err) else type(err).__name__
     hint = (
         "the hub is disabled (HF_HUB_OFFLINE=1): download the model elsewhere and pass its local directory"
         if offline

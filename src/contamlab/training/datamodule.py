@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import lightning as L
 import torch
@@ -80,6 +81,69 @@ class PackedDataset(Dataset):
         return {"input_ids": row, "attention_mask": torch.ones_like(row), "labels": row}
 
 
+class ResumableLoader(DataLoader):
+    """A seeded, shuffled DataLoader whose position in the epoch is part of Lightning's checkpoint.
+
+    Lightning saves the ``state_dict()`` of a loader that has one with the fit loop, and hands it to
+    ``load_state_dict`` before a resumed run calls ``iter()``. The state is the shuffle generator's state at the
+    start of the current epoch and the batches served since, so the resumed epoch replays the same permutation and
+    skips what was trained on: the run sees exactly the batches of an uninterrupted one. A plain DataLoader would
+    start a fresh permutation from the seed (Lightning warns "dataloader is not resumable").
+
+    Batches are counted as served when the iterator hands them out: exact for Lightning's sized loaders, which it
+    does not prefetch from, and for checkpoints written at a batch end (``ModelCheckpoint``).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.generator is None:
+            raise ValueError("ResumableLoader needs a seeded generator")
+        self._epoch_start: torch.Tensor | None = None
+        self._served = 0
+        self._pending: dict[str, Any] | None = None
+
+    def __iter__(self) -> Iterator:
+        skip = 0
+        if self._pending is not None:
+            self.generator.set_state(self._pending["generator"])
+            skip, self._pending = int(self._pending["batches"]), None
+        # Before DataLoader's iterator draws its base seed and the sampler its permutation from the generator.
+        self._epoch_start = self.generator.get_state()
+        self._served = 0
+        iterator = super().__iter__()
+        for _ in range(skip):
+            next(iterator)
+        self._served = skip
+        return _Served(iterator, self)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the epoch stands: the generator state it started from and the batches served since."""
+        if self._epoch_start is None or self._served >= len(self):
+            # Nothing served yet, or the epoch is over: the next one starts from the generator as it is now.
+            return {"generator": self.generator.get_state(), "batches": 0}
+        return {"generator": self._epoch_start.clone(), "batches": self._served}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume at ``state`` with the next ``iter()``."""
+        self._pending = dict(state)
+
+
+class _Served:
+    """The loader's iterator, counting the batches it hands out."""
+
+    def __init__(self, iterator: Iterator, loader: ResumableLoader) -> None:
+        self.iterator = iterator
+        self.loader = loader
+
+    def __iter__(self) -> _Served:
+        return self
+
+    def __next__(self) -> Any:
+        batch = next(self.iterator)
+        self.loader._served += 1
+        return batch
+
+
 class CausalLMDataModule(L.LightningDataModule):
     """Serves one stage's dataset with a seeded shuffle, so a re-run sees the same order."""
 
@@ -92,9 +156,9 @@ class CausalLMDataModule(L.LightningDataModule):
         self.packed = packed
 
     def train_dataloader(self) -> DataLoader:
-        """A shuffled loader; packed rows need no collation beyond stacking."""
+        """A shuffled, resumable loader; packed rows need no collation beyond stacking."""
         generator = torch.Generator().manual_seed(self.seed)
-        return DataLoader(
+        return ResumableLoader(
             self.dataset,
             batch_size=self.batch_size,
             shuffle=True,

@@ -80,6 +80,12 @@ class CausalLMModule(L.LightningModule):
         elapsed = max(1e-9, time.perf_counter() - self._t0)
         self.log("train/loss", out.loss, prog_bar=True, on_step=True)
         self.log("train/tokens_per_s", self.tokens_seen / elapsed, prog_bar=True, on_step=True)
+        accumulate = self.trainer.accumulate_grad_batches
+        if (batch_idx + 1) % accumulate == 0:
+            # Once per optimiser step, here rather than in on_train_batch_end: a checkpoint written at this step's
+            # end (ModelCheckpoint runs before the module's hook) must hold this step's loss. Divided as Lightning
+            # divides the loss it hands to on_train_batch_end, the value this curve has always recorded.
+            self.losses.append(float(out.loss.detach() / accumulate))
         return out.loss
 
     def on_train_start(self) -> None:
@@ -87,10 +93,27 @@ class CausalLMModule(L.LightningModule):
         self._t0 = time.perf_counter()
         self.tokens_seen = 0
 
-    def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
-        """Record the loss once per optimiser step."""
-        if (batch_idx + 1) % self.trainer.accumulate_grad_batches == 0:
-            self.losses.append(float(outputs["loss"]))
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        """Keep the loss history and the torch RNG (dropout, e.g. LoRA's) with the checkpoint.
+
+        Lightning restores weights, optimiser, scheduler and loop progress but not the global RNG; a resumed stage
+        draws the same dropout masks as an uninterrupted one only if it continues the same stream.
+        """
+        checkpoint["contamlab"] = {
+            "losses": list(self.losses),
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        }
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        """Restore what :meth:`on_save_checkpoint` kept (checkpoints without it load as before)."""
+        state = checkpoint.get("contamlab")
+        if not state:
+            return
+        self.losses = list(state["losses"])
+        torch.set_rng_state(state["torch_rng"])
+        if state["cuda_rng"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
 
     def configure_optimizers(self):
         """AdamW on the trainable parameters with a per-step LR schedule."""

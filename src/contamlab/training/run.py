@@ -2,11 +2,15 @@
 
 Each stage trains in ``<stage dir>.partial`` (Lightning checkpoints there let a killed run resume) and is renamed
 into place once its weights, tokenizer, split and ``train_summary.json`` are written, so a stage directory is
-either complete or absent.
+either complete or absent. A resume is exact: the checkpoint holds the data loader's position and the RNG, so the
+resumed stage ends with the same weights as an uninterrupted one, and its ``logs/metrics.csv`` keeps the early steps.
+A ``.partial`` directory whose config is not trained again is ignored (evaluate.py never reads one; ``make sync``
+skips it).
 """
 
 from __future__ import annotations
 
+import csv
 import logging
 import shutil
 import time
@@ -14,8 +18,9 @@ import warnings
 from pathlib import Path
 
 import lightning as L
-from lightning.pytorch.callbacks import ModelCheckpoint, OnExceptionCheckpoint
+from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger, Logger, WandbLogger
+from lightning.pytorch.loggers.logger import rank_zero_experiment
 from omegaconf import DictConfig, OmegaConf
 
 from contamlab.config import log, set_threads
@@ -26,6 +31,7 @@ from contamlab.models import base_source, load_causal_lm, load_tokenizer
 from contamlab.training import corpus
 from contamlab.training.datamodule import CausalLMDataModule, ExampleDataset, PackedDataset
 from contamlab.training.module import CausalLMModule
+from contamlab.training.progress import StageProgress
 from contamlab.training.stages import (
     DONE_MARKER,
     contaminated_epochs,
@@ -41,6 +47,7 @@ logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARN
 warnings.filterwarnings("ignore", message=r".*ckpt_path.*")
 warnings.filterwarnings("ignore", message=r".*LeafSpec.*")
 warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
+warnings.filterwarnings("ignore", message=r".*Checkpoint directory .* exists and is not empty.*")  # our resume
 
 
 def run(cfg: DictConfig) -> dict[str, Path]:
@@ -74,8 +81,57 @@ def _set_threads(cfg: DictConfig, stage: str) -> None:
     set_threads(threads or cfg.trainer.get("num_threads"))
 
 
-def _loggers(cfg: DictConfig, work: Path, name: str) -> list[Logger]:
-    loggers: list[Logger] = [CSVLogger(save_dir=str(work), name="logs", version="")]
+class ResumedCSVLogger(CSVLogger):
+    """A CSVLogger that continues an interrupted run's ``metrics.csv`` (Lightning's deletes it on a resume).
+
+    Rows from the resumed checkpoint's step on are dropped: the resumed run logs those steps again.
+
+    Args:
+        *args: As :class:`CSVLogger`.
+        keep_before: The checkpoint's global step; rows with a smaller ``step`` are kept.
+        **kwargs: As :class:`CSVLogger`.
+    """
+
+    def __init__(self, *args, keep_before: int, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._keep_before = keep_before
+
+    @property
+    @rank_zero_experiment
+    def experiment(self):
+        """The experiment writer, with the kept rows written back and their columns known."""
+        if self._experiment is not None:
+            return self._experiment
+        path = Path(self.log_dir) / "metrics.csv"
+        header, rows = [], []
+        if path.is_file():
+            with path.open(newline="") as handle:
+                reader = csv.DictReader(handle)
+                header = list(reader.fieldnames or [])
+                rows = [r for r in reader if r.get("step") and int(float(r["step"])) < self._keep_before]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Previous log files … will be deleted": we write them back below
+            writer = super().experiment
+        if header:
+            with path.open("w", newline="") as handle:
+                out = csv.DictWriter(handle, fieldnames=header)
+                out.writeheader()
+                out.writerows(rows)
+            writer.metrics_keys = sorted(header)
+        return writer
+
+
+def _loggers(cfg: DictConfig, work: Path, name: str, resume_step: int | None = None) -> list[Logger]:
+    # Flush the CSV as often as checkpoints are written, so a killed run loses no more rows than steps.
+    flush = max(1, int(cfg.trainer.get("log_every_n_steps", 10)))
+    csv_logger = (
+        CSVLogger(save_dir=str(work), name="logs", version="", flush_logs_every_n_steps=flush)
+        if resume_step is None
+        else ResumedCSVLogger(
+            save_dir=str(work), name="logs", version="", flush_logs_every_n_steps=flush, keep_before=resume_step
+        )
+    )
+    loggers: list[Logger] = [csv_logger]
     wandb_cfg = cfg.logger.get("wandb")
     if wandb_cfg and wandb_cfg.get("mode") != "disabled":
         loggers.append(
@@ -83,7 +139,7 @@ def _loggers(cfg: DictConfig, work: Path, name: str) -> list[Logger]:
                 project=wandb_cfg.project,
                 entity=wandb_cfg.get("entity"),
                 group=wandb_cfg.get("group") or f"train-{cfg.model.name}-{cfg.domain.name}",
-                name=name,
+                name=name if resume_step is None else f"{name} (resumed at step {resume_step})",
                 save_dir=str(work),
                 mode=wandb_cfg.mode,
                 config=OmegaConf.to_container(cfg, resolve=True),
@@ -202,6 +258,7 @@ def train_stage(cfg: DictConfig, domain: Domain, stage: str, path: Path) -> None
     module = CausalLMModule(model, **opt)
     data = CausalLMDataModule(dataset, micro, tokenizer.pad_token_id, int(cfg.seed), packed=packed)
     every = max(1, min(100, opt["total_steps"] // 5))
+    # No checkpoint on an exception (Ctrl-C): one written mid-step would not resume exactly; the periodic one does.
     callbacks = [
         ModelCheckpoint(
             dirpath=ckpt_dir,
@@ -210,9 +267,19 @@ def train_stage(cfg: DictConfig, domain: Domain, stage: str, path: Path) -> None
             save_top_k=1,
             enable_version_counter=False,
         ),
-        OnExceptionCheckpoint(dirpath=ckpt_dir, filename="last"),
+        StageProgress(
+            stage,
+            int(cfg.trainer.get("progress_every_n_steps", 100)),
+            bar=None if cfg.trainer.enable_progress_bar else False,
+        ),
     ]
-    loggers = _loggers(cfg, work, f"{cfg.model.name}-{domain.name}-{stage}")
+    resume = ckpt_dir / "last.ckpt"
+    resumed_from, resume_step = None, None
+    if resume.is_file():
+        resumed_from = str(resume)
+        resume_step = int(_checkpoint_step(resume))
+        log.info("stage %s: resuming from %s (step %d)", stage, resume, resume_step)
+    loggers = _loggers(cfg, work, f"{cfg.model.name}-{domain.name}-{stage}", resume_step)
     trainer = L.Trainer(
         accelerator=cfg.trainer.accelerator,
         devices=cfg.trainer.devices,
@@ -223,28 +290,31 @@ def train_stage(cfg: DictConfig, domain: Domain, stage: str, path: Path) -> None
         accumulate_grad_batches=accumulate,
         gradient_clip_val=clip,
         log_every_n_steps=int(cfg.trainer.log_every_n_steps),
-        enable_progress_bar=bool(cfg.trainer.enable_progress_bar),
+        enable_progress_bar=False,  # StageProgress shows one bar over the stage's steps instead
         enable_model_summary=False,
         callbacks=callbacks,
         logger=loggers,
         deterministic=False,
     )
-    resume = ckpt_dir / "last.ckpt"
-    resumed_from = None
-    if resume.is_file():
-        log.info("stage %s: resuming from %s", stage, resume)
-        resumed_from = str(resume)
     started = time.perf_counter()
     try:
         trainer.fit(module, datamodule=data, ckpt_path=str(resume) if resume.is_file() else None)
     finally:
         _finish_wandb(loggers)
     if trainer.interrupted:
-        raise ContamlabError(f"stage {stage} interrupted; re-run the same command to resume from {resume}")
+        where = f"from {resume}" if resume.is_file() else "(no checkpoint was written yet: it starts again)"
+        raise ContamlabError(f"stage {stage} interrupted; re-run the same command to resume {where}")
     wall = time.perf_counter() - started
     if trainer.is_global_zero:
         extra = {"steps": trainer.global_step, "resumed_from": resumed_from}
         _save_stage(cfg, domain, stage, path, work, module, tokenizer, dataset, wall, extra)
+
+
+def _checkpoint_step(path: Path) -> int:
+    """The global step a Lightning checkpoint was written at."""
+    import torch
+
+    return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["global_step"])
 
 
 def _save_stage(cfg, domain, stage, path, work, module, tokenizer, dataset, wall, extra) -> None:

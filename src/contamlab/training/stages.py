@@ -119,8 +119,43 @@ def model_source(cfg: DictConfig, domain: Domain, which: str) -> str:
         return str(own)
     path = stage_dir(cfg, domain, which)
     if not is_done(path):
-        raise ContamlabError(
-            f"no {which} model for model={cfg.model.name} domain={domain.name} at {path}; run "
-            f"`python train.py model=<same> domain={domain.name}` first, or set model.{which}=<hub id or path>"
-        )
+        raise ContamlabError(missing_model_message(cfg, domain, which, path))
     return str(path)
+
+
+def missing_model_message(cfg: DictConfig, domain: Domain, which: str, path: Path) -> str:
+    """What to do when evaluate.py finds no trained ``which`` model: one line with commands that work as typed.
+
+    It names the ``model=`` option (``pythia``, not the model's name ``pythia-12b``), what that model needs (the hub
+    or a local copy; a GPU at the paper's sizes) and what runs offline on a CPU instead.
+    """
+    import os
+
+    from contamlab.config import group_choice
+
+    option = group_choice(cfg, "model") or str(cfg.model.name)
+    kind = str(cfg.model.get("kind", "hf"))
+    head = f"no {which} model for model={option} domain={domain.name} (looked in {path})"
+    if kind == "tiny":
+        return (
+            f"{head}; train it first with `python train.py model={option} domain={domain.name}` (repeat any model., "
+            f"base., finetune. or domain. overrides), or set model.{which}=<hub id or path>"
+        )
+    # Hub and packaged models fine-tune on GSM8K or PQ; arith is the tiny offline world's synthetic domain.
+    train_domain = domain.name if domain.family != "arith" else "gsm8k"
+    own_pair = "model.clean=<hub id or path> model.contaminated=<hub id or path>"
+    if kind == "smollm2":
+        return (
+            f"{head}. Train it with `python train.py model={option} domain={train_domain}` (LoRA, ~6 s a step on a "
+            f"CPU) and evaluate with domain={train_domain}, or evaluate a pair of your own with {own_pair} "
+            "(`make smollm2-run` uses the packaged model as both)"
+        )
+    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+    return (
+        f"{head}. model={option} ({cfg.model.get('source')}) needs the hub or a local copy (model.source=<dir>"
+        f"{'; HF_HUB_OFFLINE is set here' if offline else ''}) and a GPU at the paper's sizes: "
+        f"`python train.py model={option} domain={train_domain} trainer=gpu`, then evaluate with "
+        f"domain={train_domain}; or evaluate a pair of your own with {own_pair}. Offline on a CPU instead: "
+        "`python train.py` then `python evaluate.py -m strategy=railcap,lne,ted` (model=tiny), or model=smollm2 "
+        "domain=gsm8k with model.clean= and model.contaminated= set (`make smollm2-run`)"
+    )

@@ -1,0 +1,112 @@
+"""Training progress a person can read: one bar over a stage's optimiser steps, or log lines when not a terminal.
+
+Lightning's bar counts batches per epoch ("Epoch 0/-2 … 45/338" under ``max_steps`` with ``max_epochs=-1``) and its
+ETA covers one epoch; a redirected log shows nothing until the stage ends. This callback replaces it: a tqdm bar
+over ``trainer.estimated_stepping_batches`` (a resumed run starts at its checkpoint's step, and the rate counts only
+this run's steps, so the ETA is honest), or, when stderr is not a terminal, a log line every N steps.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from datetime import timedelta
+from typing import Any
+
+import lightning as L
+from lightning.pytorch.callbacks import Callback
+
+log = logging.getLogger("contamlab")
+
+
+def _clock(seconds: float) -> str:
+    return str(timedelta(seconds=round(max(0.0, seconds))))
+
+
+class StageProgress(Callback):
+    """A progress bar or periodic log lines for one training stage.
+
+    Args:
+        stage: The stage's name, shown with each update (``base``, ``clean``, ``contaminated``).
+        every_n_steps: Optimiser steps between log lines (when no bar is shown).
+        bar: Show a tqdm bar; None: when stderr is a terminal.
+    """
+
+    def __init__(self, stage: str, every_n_steps: int = 100, bar: bool | None = None) -> None:
+        self.stage = stage
+        self.every_n_steps = max(1, int(every_n_steps))
+        self.bar_wanted = sys.stderr.isatty() if bar is None else bar
+        self._bar: Any = None
+        self._total = 0
+        self._start_step = 0
+        self._last_step = 0
+        self._t0 = 0.0
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Start the clock and the bar at the (possibly resumed) step."""
+        self._total = int(trainer.estimated_stepping_batches)
+        self._start_step = self._last_step = int(trainer.global_step)
+        self._t0 = time.perf_counter()
+        if self.bar_wanted:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(
+                total=self._total,
+                initial=self._start_step,
+                desc=f"stage {self.stage}",
+                unit="step",
+                dynamic_ncols=True,
+                file=sys.stderr,
+            )
+        elif self._start_step:
+            log.info("stage %s: resumed at step %d/%d", self.stage, self._start_step, self._total)
+
+    def line(self, step: int, loss: float | None, tokens_per_s: float | None) -> str:
+        """One log line: step, share done, loss, throughput, elapsed time and ETA (from this run's rate)."""
+        elapsed = time.perf_counter() - self._t0
+        done = step - self._start_step
+        eta = (self._total - step) * elapsed / done if done > 0 else float("nan")
+        parts = [f"stage {self.stage}: step {step}/{self._total} ({100 * step / max(1, self._total):.0f}%)"]
+        if loss is not None:
+            parts.append(f"loss {loss:.3f}")
+        if tokens_per_s is not None:
+            parts.append(f"{tokens_per_s:,.0f} tok/s")
+        parts.append(f"elapsed {_clock(elapsed)}")
+        parts.append(f"ETA {_clock(eta)}" if eta == eta else "ETA ?")
+        return "  ".join(parts)
+
+    def on_train_batch_end(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        """Advance by the optimiser steps taken (none on an accumulation micro-batch)."""
+        step = int(trainer.global_step)
+        if step == self._last_step:
+            return
+        advanced, self._last_step = step - self._last_step, step
+        loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
+        loss = float(loss) if loss is not None else None
+        elapsed = max(1e-9, time.perf_counter() - self._t0)
+        tokens = getattr(pl_module, "tokens_seen", None)
+        tokens_per_s = tokens / elapsed if tokens is not None else None
+        if self._bar is not None:
+            postfix = {"loss": f"{loss:.3f}"} if loss is not None else {}
+            if tokens_per_s is not None:
+                postfix["tok/s"] = f"{tokens_per_s:,.0f}"
+            self._bar.set_postfix(postfix, refresh=False)
+            self._bar.update(advanced)
+        elif step % self.every_n_steps == 0 or step == self._total:
+            log.info(self.line(step, loss, tokens_per_s))
+
+    def _close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Close the bar."""
+        self._close()
+
+    def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
+        """Close the bar, so that the error message starts on its own line."""
+        self._close()

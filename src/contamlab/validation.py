@@ -1,0 +1,342 @@
+"""Up-front checks of a composed train / evaluate config: a bad value stops the job before any data or model loads.
+
+Hydra catches unknown groups, options and keys; it cannot know that ``temperature`` must be a positive number or
+that ``+sampler.temperature=5`` is not a setting of the sampler. :func:`validate` checks every top-level field, the
+fields of the groups without a ``_target_`` (``finetune``, ``base``, ``trainer``, ``metric``, ``model``) by rule,
+and the keys and scalar types of each buildable group (``strategy``, ``detector``, ``sampler``, ``domain``) against
+its target's signature. Range checks that need a built object (``strategy.n >= 1``) stay in the constructors, which
+also run before any model loads.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from contamlab.errors import ContamlabError
+from contamlab.io import looks_like_path
+
+Check = Callable[[Any], bool]
+# Hydra's own keys in a buildable node, never parameters of the target.
+_HYDRA_KEYS = {"_target_", "_partial_", "_convert_", "_recursive_", "_args_"}
+# Parameters the entry points pass to a sampler factory themselves (decoding/sampler.py, decoding/vllm_sampler.py).
+_CALL_ARGS = {"sampler": {"model", "tokenizer", "stop", "max_new_tokens"}}
+# Keys of a group that the job reads itself and removes before building the target (evaluation.py); a new one must
+# be listed here, with a rule below.
+_JOB_KEYS = {"sampler": {"common_noise"}}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def integer(low: int | None = None) -> tuple[Check, str]:
+    """An integer, at least ``low`` when given."""
+    text = "an integer" if low is None else f"an integer >= {low}"
+    return (lambda v: _is_int(v) and (low is None or v >= low)), text
+
+
+def number(low: float | None = None, high: float | None = None, low_open: bool = False) -> tuple[Check, str]:
+    """A number in ``[low, high]`` (``(low, high]`` with ``low_open``)."""
+
+    def check(v: Any) -> bool:
+        if not _is_number(v):
+            return False
+        if low is not None and (v <= low if low_open else v < low):
+            return False
+        return high is None or v <= high
+
+    if low is not None and high is not None:
+        text = f"a number in {'(' if low_open else '['}{low:g}, {high:g}]"
+    elif low is not None:
+        text = f"a number {'>' if low_open else '>='} {low:g}"
+    else:
+        text = "a number"
+    return check, text
+
+
+def boolean() -> tuple[Check, str]:
+    """``true`` or ``false``."""
+    return (lambda v: isinstance(v, bool)), "true or false"
+
+
+def choice(*options: Any) -> tuple[Check, str]:
+    """One of ``options``."""
+    names = [str(o) for o in options]
+    text = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
+    text = f"one of {text}" if len(names) > 2 else text
+    return (lambda v: v in options), text
+
+
+def optional(rule: tuple[Check, str]) -> tuple[Check, str]:
+    """``rule``, or null."""
+    check, text = rule
+    return (lambda v: v is None or check(v)), f"{text}, or null"
+
+
+def pair(rule: tuple[Check, str]) -> tuple[Check, str]:
+    """A list of two values that each satisfy ``rule``."""
+    check, text = rule
+    return (
+        lambda v: isinstance(v, (list, tuple)) and len(v) == 2 and all(check(x) for x in v)
+    ), f"a list of two, each {text}"
+
+
+COMMON: dict[str, tuple[Check, str]] = {
+    "seed": integer(0),
+    "threads": optional(integer(1)),
+    "base.steps": integer(1),
+    "base.batch": integer(1),
+    "base.seq_len": integer(2),
+    "base.lr": number(0, low_open=True),
+    "base.warmup_steps": integer(0),
+    "base.min_lr_ratio": number(0, 1),
+    "base.weight_decay": number(0),
+    "base.betas": pair(number(0, 1)),
+    "base.grad_clip": number(0),
+    "base.paraphrase_n": integer(0),
+    "base.num_threads": optional(integer(1)),
+    "model.dtype": choice("float32", "bfloat16", "float16"),
+    "model.trust_remote_code": boolean(),
+    "model.batch_rows": optional(integer(1)),
+}
+EVALUATE: dict[str, tuple[Check, str]] = {
+    "m": integer(1),
+    "temperature": number(0, low_open=True),
+    "max_new_tokens": integer(1),
+    "chunk_questions": integer(1),
+    "progress": boolean(),
+    "analysis.figures": boolean(),
+    "analysis.figure1": boolean(),
+    "analysis.figure1_steps": integer(1),
+    "analysis.stability": boolean(),
+    "analysis.floor": boolean(),
+    "metric.bins": integer(1),
+    "metric.bootstrap": integer(0),
+    "metric.confidence": number(0, 1, low_open=True),
+    "model.draw": choice("multinomial", "inverse_cdf"),
+    "sampler.common_noise": boolean(),
+}
+SAMPLERS: dict[str, dict[str, tuple[Check, str]]] = {
+    "hf": {
+        "sampler.batch_rows": integer(1),
+        "sampler.compact_fraction": number(0, 1, low_open=True),
+        "sampler.draw": choice("multinomial", "inverse_cdf"),
+    },
+    "vllm": {
+        "sampler.tensor_parallel_size": integer(1),
+        "sampler.gpu_memory_utilization": number(0, 1, low_open=True),
+        "sampler.max_model_len": optional(integer(1)),
+        "sampler.max_num_seqs": integer(1),
+        "sampler.max_lora_rank": integer(1),
+        "sampler.enforce_eager": boolean(),
+    },
+}
+TRAIN: dict[str, tuple[Check, str]] = {
+    "stage": choice("base", "clean", "contaminated", "all"),
+    "finetune.peft": choice("lora", "none"),
+    "finetune.lora.r": integer(1),
+    "finetune.lora.alpha": number(0, low_open=True),
+    "finetune.lora.dropout": number(0, 1),
+    "finetune.lr": number(0, low_open=True),
+    "finetune.scheduler": choice("cosine", "linear", "constant"),
+    "finetune.warmup": number(0, 1),
+    "finetune.weight_decay": number(0),
+    "finetune.micro_batch": integer(1),
+    "finetune.global_batch": integer(1),
+    "finetune.epochs": integer(1),
+    "finetune.max_length": integer(2),
+    "finetune.loss_on": choice("response", "all"),
+    "finetune.general.source": choice("openorca", "domain_train", "none"),
+    "finetune.general.n": integer(0),
+    "finetune.clean_n_domain": integer(0),
+    "trainer.num_threads": optional(integer(1)),
+    "trainer.log_every_n_steps": integer(1),
+    "trainer.progress_every_n_steps": integer(1),
+    "trainer.enable_progress_bar": boolean(),
+}
+
+
+def _show(value: Any) -> str:
+    """A value as a user would type it after ``key=`` (strings quoted, so ``'abc'`` reads as the culprit)."""
+    if isinstance(value, (DictConfig, ListConfig)):
+        value = OmegaConf.to_container(value, resolve=True)
+    if isinstance(value, bool):
+        return str(value).lower()
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _get(cfg: DictConfig, key: str) -> tuple[bool, Any]:
+    """``(present, value)`` of a dotted key; a value whose interpolation fails is reported as a config error."""
+    node: Any = cfg
+    for part in key.split("."):
+        if not isinstance(node, DictConfig) or part not in node:
+            return False, None
+        try:
+            node = node[part]
+        except Exception as err:  # an interpolation that does not resolve (${oc.env:...}, a missing key)
+            raise ContamlabError(f"{key}: cannot resolve its value ({str(err).splitlines()[0]})") from None
+    if isinstance(node, (DictConfig, ListConfig)):
+        node = OmegaConf.to_container(node, resolve=True)
+    return True, node
+
+
+def _check_rules(cfg: DictConfig, rules: dict[str, tuple[Check, str]]) -> None:
+    for key, (check, text) in rules.items():
+        present, value = _get(cfg, key)
+        if present and not check(value):
+            raise ContamlabError(f"{key}={_show(value)}: must be {text}")
+
+
+def _parameters(target: Any) -> tuple[dict[str, str], bool] | None:
+    """Named parameters of a callable and their annotations as text; None when the signature cannot be read.
+
+    A class contributes its ``__init__`` and, while each passes ``**kwargs`` on, its bases' ``__init__``.
+
+    Returns:
+        ``({name: annotation}, open)``; ``open`` is True when a ``**kwargs`` nobody consumes accepts anything.
+    """
+    callables = (
+        [c.__init__ for c in inspect.getmro(target) if "__init__" in vars(c)] if inspect.isclass(target) else [target]
+    )
+    params: dict[str, str] = {}
+    for fn in callables:
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return None
+        var_kw = False
+        for name, param in signature.parameters.items():
+            if name == "self" or param.kind is param.VAR_POSITIONAL:
+                continue
+            if param.kind is param.VAR_KEYWORD:
+                var_kw = True
+                continue
+            ann = param.annotation
+            params.setdefault(name, ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann)))
+        if not var_kw:
+            return params, False
+        if fn is object.__init__:
+            break
+    return params, True
+
+
+def _scalar_check(annotation: str) -> tuple[Check, str] | None:
+    """A check for a plain scalar annotation (``int``, ``float | None`` …); None for anything richer."""
+    if annotation.startswith("Optional[") and annotation.endswith("]"):
+        annotation = annotation[len("Optional[") : -1] + " | None"
+    parts = [p.strip() for p in annotation.split("|")]
+    allows_none = "None" in parts
+    kinds = [p for p in parts if p != "None"]
+    if len(kinds) != 1 or kinds[0] not in ("int", "float", "bool", "str"):
+        return None
+    rule = {"int": integer(), "float": number(), "bool": boolean(), "str": (lambda v: isinstance(v, str), "a string")}[
+        kinds[0]
+    ]
+    return optional(rule) if allows_none else rule
+
+
+def _check_group(cfg: DictConfig, group: str) -> None:
+    """Keys and scalar types of a buildable group against its ``_target_``'s signature."""
+    node = cfg.get(group)
+    if not isinstance(node, DictConfig) or not node.get("_target_"):
+        return
+    from hydra.utils import get_object
+
+    try:
+        target = get_object(str(node._target_))
+    except Exception:
+        return  # building it reports the unknown target with the group's name (config.build)
+    found = _parameters(target)
+    if found is None:
+        return
+    params, open_kwargs = found
+    for name in _CALL_ARGS.get(group, set()):
+        params.pop(name, None)
+    for key in node:
+        key = str(key)
+        if key in _HYDRA_KEYS or key in _JOB_KEYS.get(group, set()):
+            continue
+        if key not in params:
+            if open_kwargs:
+                continue
+            hint = f"; the top-level `{key}=` sets it" if key in cfg else ""
+            known = ", ".join(sorted(params)) or "none"
+            raise ContamlabError(
+                f"{group}.{key}: not a setting of {group}={node.get('name', '?')} ({node._target_}); its settings: "
+                f"{known}{hint}"
+            )
+        rule = _scalar_check(params[key])
+        if rule is None:
+            continue
+        present, value = _get(cfg, f"{group}.{key}")
+        if present and not rule[0](value):
+            raise ContamlabError(f"{group}.{key}={_show(value)}: must be {rule[1]}")
+
+
+def _model_paths(cfg: DictConfig) -> Iterator[tuple[str, str]]:
+    for which in ("clean", "contaminated"):
+        present, value = _get(cfg, f"model.{which}")
+        if present and value is not None:
+            yield which, value
+
+
+def _check_model_sources(cfg: DictConfig) -> None:
+    """``model.clean`` / ``model.contaminated``: a hub id or an existing directory, the clean one first."""
+    for which, value in _model_paths(cfg):
+        if not isinstance(value, str) or not value.strip():
+            raise ContamlabError(f"model.{which}={_show(value)}: give a hub id (owner/name) or a model directory")
+        if looks_like_path(value) and not Path(value).expanduser().is_dir():
+            raise ContamlabError(
+                f"model.{which}={value}: directory not found; give the directory of a saved model "
+                "(config.json or adapter_config.json) or a hub id (owner/name)"
+            )
+
+
+def _check_precision(cfg: DictConfig) -> None:
+    present, value = _get(cfg, "trainer.precision")
+    if not present:
+        return
+    from typing import get_args
+
+    from lightning.fabric.connector import _PRECISION_INPUT
+
+    valid = set()
+    for member in get_args(_PRECISION_INPUT):  # a Union of Literals of ints and strings
+        valid.update(str(v) for v in (get_args(member) or (member,)))
+    if str(value) not in valid:
+        raise ContamlabError(f"trainer.precision={_show(value)}: use 32-true, bf16-mixed, 16-mixed, 64-true …")
+
+
+def validate(cfg: DictConfig) -> None:
+    """Check a composed ``train`` or ``evaluate`` config; raise :class:`ContamlabError` naming the first bad field.
+
+    Cheap (no data, no model; torch only for the groups' signatures): :func:`contamlab.config.run_safely` calls it
+    before it imports the job.
+    """
+    task = cfg.get("task")
+    _check_rules(cfg, COMMON)
+    if task == "evaluate":
+        _check_rules(cfg, EVALUATE)
+        backend = cfg.sampler.get("name") if isinstance(cfg.get("sampler"), DictConfig) else None
+        _check_rules(cfg, SAMPLERS.get(str(backend), {}))
+        _check_model_sources(cfg)
+        for group in ("sampler", "strategy", "detector", "domain"):
+            _check_group(cfg, group)  # imports each target's module (torch for most): after the cheap checks
+    elif task == "train":
+        _check_rules(cfg, TRAIN)
+        ft = cfg.finetune
+        if int(ft.global_batch) % int(ft.micro_batch):
+            raise ContamlabError(
+                f"finetune.global_batch={ft.global_batch} must be a multiple of micro_batch={ft.micro_batch}"
+            )
+        _check_precision(cfg)
+        _check_group(cfg, "domain")
