@@ -221,3 +221,15 @@ def test_per_bin_legend_covers_no_bar_and_edge_bars_show(tmp_path, monkeypatch):
     monkeypatch.setattr(figures, "_save", inspect)
     figures.per_bin_figure(per_bin, tmp_path / "pb.png")
     assert checked == {"overlaps": 0, "outside": 0}
+
+
+def test_claims_with_empty_figure1_groups(tmp_path):
+    """A Figure-1 group without divergence steps (null statistics in results.json) is 'not testable', no crash."""
+    from contamlab.analysis.claims import NOT_TESTABLE, claims
+
+    empty = {"questions": 3, "rouge_l_mean": 0.5, "divergence_steps": 0, "rank2_share": None, "rank_median": None}
+    figure1 = {"leaked": dict(empty), "unleaked": {**empty, "rouge_l_mean": None}}
+    table = {row[0].split(" (")[0]: row for row in claims([], [], figure1, {"gap_r01": None, "gap_rhat": None, "m": 4})}
+    assert table["collapse onto greedy"][3] == NOT_TESTABLE
+    assert table["runner-up about half the time"][3] == NOT_TESTABLE
+    assert table["readout stability"][3] == NOT_TESTABLE

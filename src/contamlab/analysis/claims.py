@@ -229,7 +229,7 @@ def claims(
         out.append(["TED ≈ Identity", "0.2131 vs 0.1950", "–", NOT_TESTABLE])
 
     # 8. Readout stability (Figure 2).
-    if stability:
+    if stability and stability.get("gap_r01") is not None and stability.get("gap_rhat") is not None:
         ratio = stability["gap_r01"] / stability["gap_rhat"] if stability["gap_rhat"] else math.inf
         out.append(
             [
@@ -242,8 +242,8 @@ def claims(
     else:
         out.append(["readout stability", "0.190 vs 0.041", "–", NOT_TESTABLE])
 
-    # 9-10. Figure 1.
-    if figure1:
+    # 9-10. Figure 1 (a group with no question or no divergence step has null statistics in results.json).
+    if figure1 and all(figure1[g]["rouge_l_mean"] is not None for g in ("leaked", "unleaked")):
         lk, un = figure1["leaked"], figure1["unleaked"]
         lo_hi = figure1.get("rouge_l_diff_ci")
         gap = lk["rouge_l_mean"] - un["rouge_l_mean"]
@@ -257,14 +257,16 @@ def claims(
                 REPRODUCED if ok else NOT_REPRODUCED,
             ]
         )
-        shares = []
-        verdicts = []
-        for name, g in (("leaked", lk), ("unleaked", un)):
-            n = int(g["divergence_steps"])
-            share = g["rank2_share"]
+    else:
+        out.append(["collapse onto greedy", "figure", "–", NOT_TESTABLE])
+    steps = {g: int(figure1[g]["divergence_steps"]) for g in ("leaked", "unleaked")} if figure1 else {}
+    if steps and all(steps.values()):
+        shares, verdicts = [], []
+        for name in ("leaked", "unleaked"):
+            n, share = steps[name], figure1[name]["rank2_share"]
             lo, hi = _wilson(share, n)
             shares.append(f"{name} {share:.2f} [{lo:.2f}, {hi:.2f}] of {n} steps")
-            verdicts.append(n > 0 and lo <= 0.6 and hi >= 0.4)
+            verdicts.append(lo <= 0.6 and hi >= 0.4)
         out.append(
             [
                 "At the first ten decoding steps where the models disagree, the clean token is the contaminated "
@@ -275,6 +277,5 @@ def claims(
             ]
         )
     else:
-        out.append(["collapse onto greedy", "figure", "–", NOT_TESTABLE])
         out.append(["runner-up about half the time", "about half", "–", NOT_TESTABLE])
     return out
