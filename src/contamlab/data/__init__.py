@@ -1,7 +1,7 @@
 """Domains, prompts, answer checking and the leaked/unleaked split."""
 
 from contamlab.data.answers import extract_answer, is_correct, normalize_number
-from contamlab.data.domain import Domain, load_domain
+from contamlab.data.domain import Domain
 from contamlab.data.prompts import PromptFormat
 from contamlab.data.question import Question
 from contamlab.data.split import Split, draw_split
@@ -14,6 +14,5 @@ __all__ = [
     "draw_split",
     "extract_answer",
     "is_correct",
-    "load_domain",
     "normalize_number",
 ]
