@@ -1,4 +1,7 @@
-"""Domains, prompts, answer checking and the leaked/unleaked split."""
+"""Data: domains, prompts (and ``PROMPT_VERSION``), answer checking, the leaked/unleaked split, paraphrase sources.
+
+Imports only ``io`` and ``errors``; building a domain from its config is :func:`contamlab.config.build_domain`.
+"""
 
 from contamlab.data.answers import extract_answer, is_correct, normalize_number
 from contamlab.data.domain import Domain
