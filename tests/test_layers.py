@@ -9,6 +9,8 @@ Layers, low to high (DESIGN.md "Layers"); a module imports only from its own lay
     jobs/ (with config, validation)         the only code that reads the Hydra config
     train.py evaluate.py                    thin entry points
 
+Within the middle layer, ``training`` is kept apart from ``decoding`` and ``detectors`` (:data:`APART`).
+
 Every import counts, also those inside functions: a lazy import still ties the two modules together.
 """
 
@@ -31,6 +33,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("jobs", "config", "validation"),
 ]
 ENTRY_POINTS = ("train.py", "evaluate.py")
+# Within the middle layer, training is the train job's Lightning library: decoding and detectors never need it
+# (where a trained model lives is the model store's answer), and it needs neither of them.
+APART = {("decoding", "training"), ("detectors", "training"), ("training", "decoding"), ("training", "detectors")}
 
 
 def layer_of(module: str) -> int:
@@ -118,6 +123,16 @@ def upward_imports(edges: dict[str, set[str]]) -> list[str]:
     ]
 
 
+def sibling_imports(edges: dict[str, set[str]]) -> list[str]:
+    """Imports between middle-layer packages that are kept apart (:data:`APART`)."""
+    return [
+        f"{src} -> {dst}"
+        for src, targets in sorted(edges.items())
+        for dst in sorted(targets)
+        if len(src.split(".")) > 1 and len(dst.split(".")) > 1 and (src.split(".")[1], dst.split(".")[1]) in APART
+    ]
+
+
 def test_every_module_has_a_layer():
     for name in modules():
         layer_of(name)
@@ -131,6 +146,11 @@ def test_no_import_cycle():
 def test_no_upward_import():
     bad = upward_imports(graph())
     assert not bad, "imports up the layer order:\n" + "\n".join(bad)
+
+
+def test_training_is_apart_from_decoding_and_detectors():
+    bad = sibling_imports(graph())
+    assert not bad, "imports between decoding / detectors and training:\n" + "\n".join(bad)
 
 
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
@@ -148,7 +168,8 @@ def test_the_checker_sees_a_forbidden_import(tmp_path):
     """The checks themselves: an upward edge and a cycle are reported."""
     edges = {"contamlab.decoding.lne": {"contamlab.training.stages"}, "contamlab.training.stages": set()}
     assert upward_imports({"contamlab.metrics.gaps": {"contamlab.decoding.lne"}})
-    assert not upward_imports(edges)  # same layer: allowed
+    assert not upward_imports(edges)  # same layer: not upward, but kept apart
+    assert sibling_imports(edges) == ["contamlab.decoding.lne -> contamlab.training.stages"]
     assert find_cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]
     module = tmp_path / "contamlab" / "decoding" / "x.py"
     module.parent.mkdir(parents=True)
