@@ -6,10 +6,10 @@ from omegaconf import DictConfig
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="evaluate")
 def main(cfg: DictConfig) -> None:
-    """Thin entry point: all logic lives in :func:`contamlab.evaluation.run`."""
+    """Thin entry point: all logic lives in :func:`contamlab.jobs.evaluate.run`."""
     from contamlab.config import run_safely
 
-    run_safely("contamlab.evaluation:run", cfg)  # imported once the config is valid: a bad value fails fast
+    run_safely("contamlab.jobs.evaluate:run", cfg)  # imported once the config is valid: a bad value fails fast
 
 
 if __name__ == "__main__":

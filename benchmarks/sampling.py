@@ -19,12 +19,10 @@ from pathlib import Path
 
 import torch
 
-from contamlab.config import compose
-from contamlab.data.domain import build_domain
-from contamlab.decoding.lne import lne_step
+from contamlab.config import build_domain, compose
+from contamlab.decoding.lne import LNEBlocking, lne_step
 from contamlab.decoding.railcap import build_table, railcap_step
 from contamlab.decoding.sampler import HFSampler
-from contamlab.decoding.strategies import LNEBlocking
 from contamlab.decoding.ted import ted_survivors
 from contamlab.io import atomic_write_json
 from contamlab.models import base_source, load_causal_lm, load_tokenizer
@@ -36,10 +34,11 @@ def load(model_name: str):
         source = base_source(cfg.model, cfg.paths.cache_dir)
     else:
         cfg = compose("train", ["model=tiny", "domain=arith"])
-        from contamlab.training.stages import is_done, stage_dir
+        from contamlab.jobs.common import model_store
+        from contamlab.models.store import is_done
 
         domain = build_domain(cfg.domain)
-        source = str(stage_dir(cfg, domain, "clean"))
+        source = str(model_store(cfg).stage_dir(domain, "clean"))
         if not is_done(Path(source)):
             raise SystemExit(f"train the default world first (python train.py); missing {source}")
     return cfg, build_domain(cfg.domain), load_causal_lm(source), load_tokenizer(source)

@@ -19,20 +19,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from contamlab.config import compose
-from contamlab.data.domain import build_domain
-from contamlab.decoding.strategies import Strategy
+from contamlab.config import build_domain, compose
+from contamlab.decoding.pipeline import sample_model
+from contamlab.decoding.strategy import Strategy
 from contamlab.decoding.streams import CLEAN, strategy_role
 from contamlab.errors import ContamlabError
-from contamlab.evaluation import sample_model
 from contamlab.io import atomic_write_json
-from contamlab.training.stages import model_source
+from contamlab.jobs.common import model_store, sampling_setup
 
 
 def evaluate(cfg, domain, source: str, role: str):
     """Greedy correctness, solve probabilities (m samples, identity) and wall time of one model: evaluate.py's
     cached sampling from the same random stream (``role``), so `python evaluate.py` later reuses these samples."""
-    greedy, samples, timing = sample_model(cfg, domain, source, Strategy(), role)
+    greedy, samples, timing = sample_model(sampling_setup(cfg), model_store(cfg), domain, source, Strategy(), role)
     return (
         np.array([g.greedy_correct for g in greedy], dtype=float),
         np.array([s.solve_probability() for s in samples]),
@@ -60,11 +59,13 @@ def main() -> int:
         cfg = compose("evaluate", [f"domain={name}", *sampling, *args.overrides])
         domain = build_domain(cfg.domain)
         leaked = np.array([domain.split.is_leaked(q.id) for q in domain.test])
-        clean_src = model_source(cfg, domain, "clean")
+        clean_src = model_store(cfg).model_source(domain, "clean")
         if clean_src not in clean_cache:
             clean_cache[clean_src] = evaluate(cfg, domain, clean_src, CLEAN)
         g_cl, s_cl, w_cl = clean_cache[clean_src]
-        g_co, s_co, w_co = evaluate(cfg, domain, model_source(cfg, domain, "contaminated"), strategy_role("identity"))
+        g_co, s_co, w_co = evaluate(
+            cfg, domain, model_store(cfg).model_source(domain, "contaminated"), strategy_role("identity")
+        )
         bins = np.bincount(np.minimum((s_cl * 10).astype(int), 9), minlength=10)
         share = bins / len(s_cl)
         d_leak = s_co[leaked].mean() - s_cl[leaked].mean()

@@ -119,8 +119,8 @@ def test_experiment_sweeps_name_real_options(option):
 def test_sampler_draw_is_the_models():
     """Real models draw by inverse CDF (cheap on big vocabularies); the tiny world keeps its calibrated draw,
     and the draw never changes a trained model's identity."""
-    from contamlab.data.domain import build_domain
-    from contamlab.training.stages import stage_key
+    from contamlab.config import build_domain
+    from contamlab.jobs.common import model_store
 
     assert compose("evaluate", ["model=tiny"]).sampler.draw == "multinomial"
     for model in ("smollm2", "pythia", "llama2", "gemma"):
@@ -128,4 +128,4 @@ def test_sampler_draw_is_the_models():
     assert compose("evaluate", ["model=tiny", "sampler.draw=inverse_cdf"]).sampler.draw == "inverse_cdf"
     default, redrawn = compose("train", []), compose("train", ["model.draw=inverse_cdf"])
     domain = build_domain(default.domain)
-    assert stage_key(default, domain, "base") == stage_key(redrawn, domain, "base")
+    assert model_store(default).stage_key(domain, "base") == model_store(redrawn).stage_key(domain, "base")

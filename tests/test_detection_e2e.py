@@ -6,7 +6,7 @@ import json
 import pytest
 from e2e import evaluate
 
-from contamlab.detectors.report import detector_table
+from contamlab.analysis.detectors import detector_table
 
 
 @pytest.mark.parametrize(

@@ -7,17 +7,17 @@ import pytest
 import torch
 from sklearn.metrics import roc_auc_score
 
+from contamlab.analysis.detectors import detector_table
 from contamlab.data.question import Question
 from contamlab.detectors import benbench, codec, scoring
 from contamlab.detectors.cdd import CDDDetector, cdd_flag
-from contamlab.detectors.evaluation import roc_metrics
 from contamlab.detectors.loss import loss_score
 from contamlab.detectors.mink import mink_score
 from contamlab.detectors.minkpp import minkpp_score
 from contamlab.detectors.paraphrase import OpenAIParaphraser, preserves_numbers
-from contamlab.detectors.report import detector_table
 from contamlab.detectors.zlib import zlib_entropy, zlib_score
 from contamlab.errors import ContamlabError
+from contamlab.metrics.roc import roc_metrics
 from contamlab.models.tiny import build_tiny_model, train_tokenizer
 
 TEXTS = [
@@ -258,7 +258,7 @@ def test_benbench_delta_and_flags_by_hand():
 
 
 def test_arith_references_are_three_full_rewrites():
-    from contamlab.data import load_domain
+    from contamlab.config import load_domain
     from contamlab.detectors.paraphrase import numbers, reference_versions
 
     domain = load_domain("arith", generator={"n_train": 30, "n_test": 6})

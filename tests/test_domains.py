@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from contamlab.data import load_domain
+from contamlab.config import load_domain
 from contamlab.data.gsm8k import GSM8KDomain, PQDomain
 from contamlab.data.jsonl import read_jsonl
 from contamlab.errors import ContamlabError

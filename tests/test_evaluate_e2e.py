@@ -92,7 +92,7 @@ def test_report_has_the_noise_floor_row(trained):
     [
         ("strategy.n=0", "strategy.n=0"),
         ("m=0", "m=0"),
-        ("+detector._target_=contamlab.placeholder.not_implemented", "detector config"),
+        ("+detector._target_=contamlab.errors.ContamlabError", "detector config"),  # a target that fails when built
         ("model.contaminated=/nonexistent/model", "not found"),
     ],
 )

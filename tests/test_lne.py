@@ -8,7 +8,7 @@ from contamlab.decoding.lne import lne_step, n_block
 
 def test_the_sampler_greedy_entropy_is_the_lne_by_hand():
     """The entropy that sets n_block: the HF sampler's greedy pass, checked against a teacher-forced recomputation."""
-    from contamlab.data import load_domain
+    from contamlab.config import load_domain
     from contamlab.decoding.sampler import HFSampler
     from contamlab.models.tiny import build_tiny_model, train_tokenizer
 
@@ -32,7 +32,7 @@ def test_the_sampler_greedy_entropy_is_the_lne_by_hand():
 
 def test_lne_blocking_uses_the_greedy_entropy():
     """LNE.n_blocks turns each question's greedy entropy into Eq. 10's n_block."""
-    from contamlab.decoding.strategies import LNEBlocking
+    from contamlab.decoding.lne import LNEBlocking
 
     blocks = LNEBlocking(t_task=7, beta=2.0).n_blocks([0.0, 1.0, 2.5, 0.3])
     assert blocks.tolist() == [7, 3, 0, 5]  # floor(7 * (1 - LNE / 2)), clipped: 7, 3.5, <0, 5.95

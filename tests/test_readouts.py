@@ -5,8 +5,8 @@ import pytest
 
 from contamlab.decoding.samples import QuestionSamples
 from contamlab.decoding.streams import CLEAN, CLEAN_2, strategy_role, stream_seed
-from contamlab.evaluation import _readouts
 from contamlab.metrics import discrete_readout, solve_probabilities
+from contamlab.metrics.readouts import question_readouts as _readouts
 
 
 def row(qid, correct, kept=None):

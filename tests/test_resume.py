@@ -46,7 +46,7 @@ KILLER = textwrap.dedent(
     import lightning as L
     from lightning.pytorch.callbacks import Callback
     from contamlab.config import compose
-    from contamlab.training.run import run
+    from contamlab.jobs.train import run
 
     class Kill(Callback):
         def on_train_batch_end(self, trainer, *args):
@@ -61,7 +61,7 @@ KILLER = textwrap.dedent(
 
 
 def _train(models: Path) -> Path:
-    from contamlab.training.run import run
+    from contamlab.jobs.train import run
 
     return run(compose("train", [*SMALL, f"paths.models_dir={models}"]))["base"]
 

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from contamlab.data import load_domain
+from contamlab.config import load_domain
 from contamlab.decoding.sampler import HFSampler, common_prefix
 from contamlab.models.tiny import build_tiny_model, train_tokenizer
 

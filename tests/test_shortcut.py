@@ -8,13 +8,13 @@ import torch
 from e2e import evaluate
 from torch import nn
 
-from contamlab.config import build, compose
-from contamlab.data import load_domain
+from contamlab.config import build, compose, load_domain
 from contamlab.decoding import shortcut
 from contamlab.decoding.sampler import HFSampler
 from contamlab.decoding.shortcut import (
     PatchedPair,
     Ranking,
+    ShortcutPatching,
     cached_ranking,
     capture_channels,
     causal_deltas,
@@ -25,7 +25,6 @@ from contamlab.decoding.shortcut import (
     overwrite_channels,
     rms_difference,
 )
-from contamlab.decoding.strategies import ShortcutPatching
 from contamlab.errors import ContamlabError
 from contamlab.models.tiny import build_tiny_model, train_tokenizer
 

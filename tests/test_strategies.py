@@ -3,11 +3,14 @@
 import pytest
 import torch
 
-from contamlab.data import load_domain
+from contamlab.config import load_domain
 from contamlab.decoding import railcap
+from contamlab.decoding.lne import LNEBlocking
 from contamlab.decoding.pipeline import greedy_set, sample_set
+from contamlab.decoding.railcap import RailCap
 from contamlab.decoding.sampler import HFSampler
-from contamlab.decoding.strategies import TED, AllZero, LNEBlocking, RailCap, Strategy
+from contamlab.decoding.strategy import AllZero, Strategy
+from contamlab.decoding.ted import TED
 from contamlab.models.tiny import build_tiny_model, train_tokenizer
 
 
@@ -83,7 +86,18 @@ def test_pipeline_strategies_and_cache(world, tmp_path):
 
     def run(strategy, m=4):
         return sample_set(
-            sampler, domain, qs, strategy, m, 0.7, 5, key, str(tmp_path), greedy, chunk_questions=4, progress=False
+            sampler,
+            domain,
+            qs,
+            strategy,
+            m=m,
+            temperature=0.7,
+            seed=5,
+            model_key=key,
+            cache_root=str(tmp_path),
+            greedy=greedy,
+            chunk_questions=4,
+            progress=False,
         )
 
     identity = run(Strategy())
@@ -109,14 +123,40 @@ def test_resume_after_kill_and_damaged_chunk(world, tmp_path):
     sampler = HFSampler(model, tok, stop=domain.format.stop, max_new_tokens=16, batch_rows=64)
     qs, key = domain.test, {"source": "random-tiny"}
     greedy = greedy_set(sampler, domain, qs, key, str(tmp_path), chunk_questions=2, progress=False)
-    full = sample_set(sampler, domain, qs, Strategy(), 3, 0.7, 0, key, str(tmp_path), greedy, 2, progress=False)
+    full = sample_set(
+        sampler,
+        domain,
+        qs,
+        Strategy(),
+        m=3,
+        temperature=0.7,
+        seed=0,
+        model_key=key,
+        cache_root=str(tmp_path),
+        greedy=greedy,
+        chunk_questions=2,
+        progress=False,
+    )
     chunks = sorted(tmp_path.rglob("chunk-*.parquet"))
     sample_chunks = [c for c in chunks if (c.parent / "meta.json").read_text().count('"samples"')]
     assert len(sample_chunks) == 3
     sample_chunks[2].unlink()  # the run was killed before its last chunk
     sample_chunks[0].write_bytes(b"garbage")  # and a file was damaged
     before = sampler.stats.generated_tokens
-    again = sample_set(sampler, domain, qs, Strategy(), 3, 0.7, 0, key, str(tmp_path), greedy, 2, progress=False)
+    again = sample_set(
+        sampler,
+        domain,
+        qs,
+        Strategy(),
+        m=3,
+        temperature=0.7,
+        seed=0,
+        model_key=key,
+        cache_root=str(tmp_path),
+        greedy=greedy,
+        chunk_questions=2,
+        progress=False,
+    )
     assert [s.sample_texts for s in again] == [s.sample_texts for s in full]
     assert sampler.stats.generated_tokens > before  # two chunks were recomputed
     assert not list(tmp_path.rglob("*.tmp"))

@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from contamlab.decoding.ted import cdd_peakedness, ted_readout, ted_survivors, token_edit_distance
+from contamlab.decoding.ted import ted_readout, ted_survivors, token_edit_distance
+from contamlab.detectors.cdd import cdd_peakedness
 
 GREEDY = [1, 2, 3, 4, 5, 6]
 

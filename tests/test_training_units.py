@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from contamlab.data import load_domain
+from contamlab.config import load_domain
 from contamlab.data.general import Example
 from contamlab.models.tiny import train_tokenizer
 from contamlab.training import corpus
@@ -98,10 +98,10 @@ def test_general_openorca_local(data_dir, arith):
 
 def test_leak_epochs_key_only_the_contaminated_stage(arith):
     """domain.leak_epochs changes the contaminated model's identity, never the shared base and clean ones'."""
-    from contamlab.config import compose
-    from contamlab.data.domain import build_domain
+    from contamlab.config import build_domain, compose
     from contamlab.errors import ContamlabError
-    from contamlab.training.stages import contaminated_epochs, stage_key
+    from contamlab.jobs.common import model_store
+    from contamlab.jobs.train import contaminated_epochs
 
     default = compose("train", ["domain=arith"])
     longer = compose("train", ["domain=arith", "domain.leak_epochs=9"])
@@ -109,8 +109,10 @@ def test_leak_epochs_key_only_the_contaminated_stage(arith):
     assert contaminated_epochs(default, d_default) == default.finetune.epochs
     assert contaminated_epochs(longer, d_longer) == 9
     for stage in ("base", "clean"):
-        assert stage_key(default, d_default, stage) == stage_key(longer, d_longer, stage)
-    assert stage_key(default, d_default, "contaminated") != stage_key(longer, d_longer, "contaminated")
+        assert model_store(default).stage_key(d_default, stage) == model_store(longer).stage_key(d_longer, stage)
+    assert model_store(default).stage_key(d_default, "contaminated") != model_store(longer).stage_key(
+        d_longer, "contaminated"
+    )
     with pytest.raises(ContamlabError, match="domain.leak_epochs=0"):
         build_domain(compose("train", ["domain.leak_epochs=0"]).domain)
     with pytest.raises(ContamlabError, match="finetune.epochs=0"):

@@ -5,8 +5,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from contamlab.decoding.railcap import build_table, railcap_reference_step
-from contamlab.decoding.strategies import LNEBlocking, RailCap
+from contamlab.decoding.lne import LNEBlocking
+from contamlab.decoding.railcap import RailCap, build_table, railcap_reference_step
 from contamlab.decoding.vllm_processors import (
     ENTROPY_KEY,
     LNE_KEY,

@@ -15,8 +15,9 @@ import torch
 from peft import LoraConfig, get_peft_model
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from contamlab.decoding.lne import LNEBlocking
+from contamlab.decoding.railcap import RailCap
 from contamlab.decoding.sampler import HFSampler
-from contamlab.decoding.strategies import LNEBlocking, RailCap
 from contamlab.models.loading import load_causal_lm
 from contamlab.models.tiny import build_tiny_model, train_tokenizer
 

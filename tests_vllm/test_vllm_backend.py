@@ -8,8 +8,8 @@ from conftest import make_sampler
 from vllm import SamplingParams
 from vllm.exceptions import VLLMValidationError
 
-from contamlab.decoding.railcap import build_table
-from contamlab.decoding.strategies import LNEBlocking, RailCap
+from contamlab.decoding.lne import LNEBlocking
+from contamlab.decoding.railcap import RailCap, build_table
 from contamlab.decoding.vllm_processors import (
     LNE_KEY,
     RAILCAP_KEY,

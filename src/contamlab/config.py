@@ -6,11 +6,14 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
 from contamlab.errors import ContamlabError
+
+if TYPE_CHECKING:
+    from contamlab.data.domain import Domain
 
 log = logging.getLogger("contamlab")
 
@@ -128,3 +131,25 @@ def build(node: Any, what: str, **kwargs: Any) -> Any:
         # Hydra's message spans lines ("Error in call to target X:" then the cause); keep it on one line.
         detail = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
         raise ContamlabError(f"{what} config: {detail}") from None
+
+
+def load_domain(name: str, **overrides: Any) -> Domain:
+    """Build a domain from ``configs/domain/<name>.yaml`` with optional field overrides.
+
+    Example:
+        >>> domain = load_domain("arith", max_test=20)
+        >>> prompt = domain.prompt(domain.test[0])
+    """
+    from omegaconf import OmegaConf
+
+    known = sorted(p.stem for p in (config_dir() / "domain").glob("*.yaml"))
+    if name not in known:
+        raise ContamlabError(f"unknown domain {name!r}; choose one of {', '.join(known)}")
+    cfg = compose("evaluate", [f"domain={name}"]).domain
+    cfg = OmegaConf.merge(cfg, OmegaConf.create(overrides))
+    return build_domain(cfg)
+
+
+def build_domain(cfg: Any) -> Domain:
+    """Instantiate a domain from its (composed) config node, turning config mistakes into clear errors."""
+    return build(cfg, "domain")

@@ -290,7 +290,7 @@ def build_report(root: str | Path) -> str | None:
     lines += _figure_sections(results, root)
     detection = [result for _, result in results if "detection" in result]
     if detection:
-        from contamlab.detectors.report import detector_table
+        from contamlab.analysis.detectors import detector_table
 
         lines += ["## Detectors (AUROC, leaked vs unleaked; the clean model is the control)", ""]
         lines += [detector_table(detection), ""]

@@ -1,7 +1,10 @@
-"""Domains, prompts, answer checking and the leaked/unleaked split."""
+"""Data: domains, prompts (and ``PROMPT_VERSION``), answer checking, the leaked/unleaked split, paraphrase sources.
+
+Imports only ``io`` and ``errors``; building a domain from its config is :func:`contamlab.config.build_domain`.
+"""
 
 from contamlab.data.answers import extract_answer, is_correct, normalize_number
-from contamlab.data.domain import Domain, load_domain
+from contamlab.data.domain import Domain
 from contamlab.data.prompts import PromptFormat
 from contamlab.data.question import Question
 from contamlab.data.split import Split, draw_split
@@ -14,6 +17,5 @@ __all__ = [
     "draw_split",
     "extract_answer",
     "is_correct",
-    "load_domain",
     "normalize_number",
 ]

@@ -174,29 +174,3 @@ def _checked(questions: list[Question], what: str) -> list[Question]:
             raise ContamlabError(f"{what}: duplicate question id {q.id!r}")
         seen.add(q.id)
     return questions
-
-
-def load_domain(name: str, **overrides: Any) -> Domain:
-    """Build a domain from ``configs/domain/<name>.yaml`` with optional field overrides.
-
-    Example:
-        >>> domain = load_domain("arith", max_test=20)
-        >>> prompt = domain.prompt(domain.test[0])
-    """
-    from omegaconf import OmegaConf
-
-    from contamlab.config import compose, config_dir
-
-    known = sorted(p.stem for p in (config_dir() / "domain").glob("*.yaml"))
-    if name not in known:
-        raise ContamlabError(f"unknown domain {name!r}; choose one of {', '.join(known)}")
-    cfg = compose("evaluate", [f"domain={name}"]).domain
-    cfg = OmegaConf.merge(cfg, OmegaConf.create(overrides))
-    return build_domain(cfg)
-
-
-def build_domain(cfg: Any) -> Domain:
-    """Instantiate a domain from its (composed) config node, turning config mistakes into clear errors."""
-    from contamlab.config import build
-
-    return build(cfg, "domain")

@@ -75,6 +75,21 @@ class GSM8KDomain(Domain):
     def _load_test(self) -> list[Question]:
         return load_gsm8k_split("test", self.data_dir, self.hub_id)
 
+    #: The PQ file whose rephrased test questions are BenBench's references on this domain.
+    reference_file = "gsm8k-pq/rephrase_gsm8k_test.jsonl"
+
+    def rephrased_questions(self, questions: list[Question], split: str) -> list[Question] | None:
+        """The PQ rephrasings of test questions (original solutions kept), BenBench's references; None for train.
+
+        Args:
+            questions: Test questions from the start of the test set (the PQ file is aligned with it).
+            split: ``test`` or ``train``.
+        """
+        if split != "test":
+            return None
+        pq = PQDomain(name="pq", family=self.family, data_dir=self.data_dir, paraphrase_file=self.reference_file)
+        return list(pq._load_leak_texts(list(questions)))
+
 
 class PQDomain(GSM8KDomain):
     r"""PQ: the leaked questions train the contaminated model in paraphrased form; evaluation uses the originals.
@@ -87,6 +102,11 @@ class PQDomain(GSM8KDomain):
     def __init__(self, paraphrase_file: str = "gsm8k-pq/rephrase_gsm8k_test.jsonl", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.paraphrase_file = paraphrase_file
+
+    @property
+    def reference_file(self) -> str:
+        """PQ's own paraphrase file."""
+        return self.paraphrase_file
 
     def _paraphrase_path(self) -> Path:
         path = Path(self.paraphrase_file)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from contamlab.data.question import Question
 from contamlab.errors import ContamlabError
 
+PROMPT_VERSION = 1  # bump when prompt rendering changes (part of every sample and locate cache key)
+
 # The eight GSM8K exemplars of Wei et al. (2022), Table 20 ("Chain-of-thought prompting elicits reasoning").
 WEI_2022_GSM8K_EXEMPLARS: tuple[tuple[str, str], ...] = (
     (

@@ -10,11 +10,19 @@ the blocked pass then masks the single argmax token at each of the first n_block
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
 
+from contamlab.decoding.strategy import Strategy
+from contamlab.errors import ContamlabError
+
 ROUNDINGS = ("floor", "round")
+# The vLLM request key of LNE-blocking's n_block (read by :mod:`~contamlab.decoding.vllm_processors`).
+LNE_KEY = "contamlab_lne"
 
 # Slack for floating-point representation error in T_task * LNEbar, so that a product that is an integer on paper
 # (e.g. 5 * 0.8) is not floored one below it.
@@ -70,3 +78,61 @@ def lne_step(logits: Tensor, step: int, owner: Tensor, n_blocks: Tensor) -> Tens
     src = torch.where(active[:, None], float("-inf"), logits.gather(1, top))  # [R, 1]
     logits.scatter_(1, top, src)  # [R, V]
     return logits
+
+
+def lne_args(n_block: int) -> dict[str, Any]:
+    """The ``extra_args`` entry of LNE-blocking with ``n_block`` blocked leading positions (Eq. 10's output)."""
+    return {LNE_KEY: {"n_block": int(n_block)}}
+
+
+@dataclass(frozen=True)
+class LNEBlocking(Strategy):
+    """LNE-blocking (Hou et al. 2025).
+
+    Masks the argmax at the first n_block positions, n_block from the greedy pass's mean entropy; then samples at
+    τ (``decode=sample``, ours) or decodes greedily (``decode=greedy``, the original).
+    """
+
+    name: str = "lne"
+    beta: float = 2.0
+    t_task: int = 7
+    decode: str = "sample"
+    rounding: str = "floor"
+
+    def __post_init__(self) -> None:
+        if self.decode not in ("sample", "greedy"):
+            raise ContamlabError(f"strategy.decode={self.decode!r}: use sample or greedy")
+        if self.beta <= 0 or self.t_task < 0:
+            raise ContamlabError(f"strategy.beta={self.beta}, t_task={self.t_task}: need beta > 0, t_task >= 0")
+        if self.rounding not in ("floor", "round"):
+            raise ContamlabError(f"strategy.rounding={self.rounding!r}: use floor or round")
+
+    @property
+    def greedy_decode(self) -> bool:
+        """``decode=greedy``: the original method's single blocked greedy response."""
+        return self.decode == "greedy"
+
+    def n_blocks(self, greedy_entropy: Sequence[float]) -> torch.Tensor:
+        """n_block per question ([Q] int64)."""
+        return torch.tensor([n_block(e, self.t_task, self.beta, self.rounding) for e in greedy_entropy])
+
+    def step_fn(self, greedy_ids, greedy_entropy):
+        """Block the argmax while the row's step is below its question's n_block."""
+        return LNEHook(self.n_blocks(greedy_entropy))
+
+
+@dataclass(frozen=True)
+class LNEHook:
+    """LNE-blocking's per-step hook: the n_block of every question ([Q] int64)."""
+
+    n_blocks: torch.Tensor
+
+    def __call__(self, logits, generated, owner):
+        """Block the argmax while a row's step is below its question's n_block (see :func:`lne_step`)."""
+        return lne_step(logits, generated.shape[1], owner, self.n_blocks)
+
+    def vllm_args(self, n_questions: int) -> list[dict[str, Any]]:
+        """Each question's n_block as vLLM ``extra_args`` (:func:`lne_args`)."""
+        if self.n_blocks.shape[0] != n_questions:
+            raise ValueError(f"LNE n_blocks has {self.n_blocks.shape[0]} questions, the call {n_questions}")
+        return [lne_args(int(k)) for k in self.n_blocks.tolist()]

@@ -1,4 +1,4 @@
-"""Sample sets for a model, a list of questions and a strategy: greedy pass, strategy sampling, readouts, cache.
+"""Sample sets for a model, a list of questions and a strategy: greedy pass, strategy sampling, cache.
 
 The greedy pass of a model is computed once and cached (every strategy that needs the greedy trajectory, and the
 Figure-1 diagnostics, reuse it). Sampling runs in chunks of questions; each chunk is cached as soon as it is done,
@@ -8,19 +8,26 @@ with its own seed, so an interrupted run resumes at the first missing chunk with
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from tqdm.auto import tqdm
 
 from contamlab.data.domain import Domain
+from contamlab.data.prompts import PROMPT_VERSION
 from contamlab.data.question import Question
-from contamlab.decoding.sampler import HFSampler
+from contamlab.decoding.sampler import Sampler
 from contamlab.decoding.samples import QuestionSamples, SampleCache
-from contamlab.decoding.strategies import Strategy
+from contamlab.decoding.strategy import Strategy, WrapContext
+from contamlab.decoding.streams import stream_seed
+from contamlab.errors import ContamlabError
 from contamlab.io import content_hash
+from contamlab.models.store import ModelStore
 
 log = logging.getLogger("contamlab")
-PROMPT_VERSION = 1  # bump when prompt rendering changes
 
 
 def _chunks(items: Sequence, size: int):
@@ -51,7 +58,7 @@ def _open(sampler, domain, questions, model_key, cache_root, chunk_questions, **
 
 
 def greedy_set(
-    sampler: HFSampler,
+    sampler: Sampler,
     domain: Domain,
     questions: Sequence[Question],
     model_key: dict,
@@ -81,10 +88,11 @@ def greedy_set(
 
 
 def sample_set(
-    sampler: HFSampler,
+    sampler: Sampler,
     domain: Domain,
     questions: Sequence[Question],
     strategy: Strategy,
+    *,
     m: int,
     temperature: float,
     seed: int,
@@ -97,7 +105,7 @@ def sample_set(
     """M samples per question under ``strategy`` with correctness and the strategy's kept mask (cached by chunk).
 
     Args:
-        sampler: The HF sampler of the model (its prefix is set here from all prompts).
+        sampler: The model's sampler, either backend (its prefix is set here from all prompts).
         domain: Prompt format and answer checker.
         questions: The questions, in order.
         strategy: The mitigation strategy.
@@ -199,3 +207,118 @@ def _sample_chunk(sampler, domain, questions, prompt_ids, greedy, strategy, m, t
             )
         )
     return rows
+
+
+@dataclass(frozen=True)
+class SamplingSetup:
+    """How a job samples a model's test set (the evaluate config's sampling fields, typed).
+
+    Attributes:
+        factory: The backend, ``factory(model_or_source, tokenizer, stop=, max_new_tokens=)`` (a built ``sampler``
+            node: :class:`~contamlab.decoding.sampler.HFSampler` or ``VLLMSampler``, partially applied).
+        backend: ``sampler.name`` (``hf`` or ``vllm``).
+        m: Samples per question.
+        temperature: Sampling temperature.
+        max_new_tokens: Token budget per response.
+        seed: The run seed (each role's stream is drawn from it, :mod:`~contamlab.decoding.streams`).
+        chunk_questions: Questions per cached chunk.
+        common_noise: Share one random stream between the clean and the strategy batches (opt-in).
+        cache_dir: Root of the job's caches (samples go to ``<cache_dir>/samples``).
+    """
+
+    factory: Callable[..., Sampler]
+    backend: str
+    m: int
+    temperature: float
+    max_new_tokens: int
+    seed: int
+    chunk_questions: int
+    common_noise: bool
+    cache_dir: str
+
+    @property
+    def takes_source(self) -> bool:
+        """Whether the backend builds its own engine from the model's source (vLLM) instead of a loaded model."""
+        return getattr(getattr(self.factory, "func", self.factory), "takes_source", False)
+
+    def model_key(self, store: ModelStore, source: str) -> dict:
+        """The model's part of the sample cache key."""
+        key = store.identity(source)
+        # vLLM samples differ from HF's (same greedy, other random streams)
+        return {**key, "sampler": self.backend} if self.backend != "hf" else key
+
+
+def sample_model(
+    setup: SamplingSetup,
+    store: ModelStore,
+    domain: Domain,
+    source: str,
+    strategy: Strategy,
+    role: str,
+    progress: bool = True,
+) -> tuple[list[QuestionSamples], list[QuestionSamples], dict]:
+    """Greedy set, m samples under ``strategy`` and timings of one model on the test set (cached).
+
+    The greedy set is always the loaded model's own; the samples come from ``strategy.wrap_model`` of it (the model
+    itself, or shortcut's patched pair), drawn from the random stream of ``role`` (:mod:`contamlab.decoding.streams`).
+
+    Args:
+        setup: How to sample.
+        store: The model config (how to load ``source``; the other models a strategy may need).
+        domain: The evaluation domain (its test set is sampled).
+        source: The model under test.
+        strategy: The mitigation strategy (identity for the clean model).
+        role: The random stream of the samples.
+        progress: Show progress bars.
+
+    Returns:
+        ``(greedy, samples, timing)``.
+    """
+    takes_source = setup.takes_source
+    if takes_source and type(strategy).wrap_model is not Strategy.wrap_model:
+        raise ContamlabError(f"strategy={strategy.name} patches the HF model in the decode loop; use sampler=hf")
+    model = None if takes_source else store.load(source)
+    tokenizer = store.load_tokenizer(source)
+
+    def make_sampler(net, max_new_tokens: int = setup.max_new_tokens):
+        return setup.factory(net, tokenizer, stop=domain.format.stop, max_new_tokens=max_new_tokens)
+
+    sampler = make_sampler(source if takes_source else model)
+    samplers = [sampler]
+    key, cache = setup.model_key(store, source), str(Path(setup.cache_dir) / "samples")
+    t0 = time.perf_counter()
+    try:
+        greedy = greedy_set(sampler, domain, domain.test, key, cache, progress=progress)
+        t_wrap = time.perf_counter()
+        context = WrapContext(store, domain, source, make_sampler, setup.backend, setup.cache_dir, progress)
+        wrapped = model if takes_source else strategy.wrap_model(model, context)
+        t_wrap = time.perf_counter() - t_wrap
+        if wrapped is not model:
+            sampler = make_sampler(wrapped)
+            samplers.append(sampler)
+        samples = sample_set(
+            sampler,
+            domain,
+            domain.test,
+            strategy,
+            m=setup.m,
+            temperature=setup.temperature,
+            seed=stream_seed(setup.seed, role, setup.common_noise),
+            model_key=key,
+            cache_root=cache,
+            greedy=greedy,
+            chunk_questions=setup.chunk_questions,
+            progress=progress,
+        )
+    finally:
+        for each in samplers:
+            getattr(each, "close", lambda: None)()  # a second vLLM engine would not fit beside the first on a GPU
+    tokens = sum(s.stats.generated_tokens for s in samplers)
+    decode_s = sum(s.stats.wall_s for s in samplers)
+    timing: dict[str, Any] = {
+        "wall_s": time.perf_counter() - t0,
+        "wrap_s": t_wrap,
+        "generated_tokens": tokens,
+        "tokens_per_s": tokens / decode_s if decode_s > 0 else 0.0,
+    }
+    return greedy, samples, timing

@@ -16,12 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
 
+from contamlab.decoding.strategy import Strategy
+from contamlab.errors import ContamlabError
+
 MODES = ("cap", "ban")
 DUPLICATES = ("all", "first", "last")
+# The vLLM request key of RailCap's per-question index (read by :mod:`~contamlab.decoding.vllm_processors`).
+RAILCAP_KEY = "contamlab_railcap"
 
 # Padding value of unused window slots: never equal to a generated token id (ids are >= 0).
 _PAD = -1
@@ -242,3 +248,62 @@ def railcap_reference_step(
             for x in index[gram]:
                 out[x] = min(float(out[x]), v2) if mode == "cap" else float("-inf")
     return out
+
+
+def railcap_args(table: RailCapTable, question: int, mode: str) -> dict[str, Any]:
+    """The ``extra_args`` entry of one question's RailCap index (a row of :func:`build_table`'s table).
+
+    Args:
+        table: Index of all questions, duplicates already resolved.
+        question: Row of ``table``.
+        mode: ``cap`` or ``ban``.
+
+    Returns:
+        ``{RAILCAP_KEY: {"n", "mode", "windows"}}`` with plain ints (JSON / msgpack serialisable).
+    """
+    windows = torch.cat([table.grams[question], table.succ[question, :, None]], dim=1)  # [K, n + 1]
+    return {RAILCAP_KEY: {"n": table.n, "mode": mode, "windows": windows[table.valid[question]].tolist()}}
+
+
+@dataclass(frozen=True)
+class RailCap(Strategy):
+    """RailCap (paper §4, Algorithm 1).
+
+    Caps the greedy-trajectory successor of a matching trailing n-gram to the runner-up logit (``ban``: to −∞).
+    """
+
+    name: str = "railcap"
+    n: int = 4
+    mode: str = "cap"
+    duplicates: str = "all"
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ContamlabError(f"strategy.n={self.n}: must be >= 1")
+        if self.mode not in ("cap", "ban"):
+            raise ContamlabError(f"strategy.mode={self.mode!r}: use cap or ban")
+        if self.duplicates not in ("all", "first", "last"):
+            raise ContamlabError(f"strategy.duplicates={self.duplicates!r}: use all, first or last")
+
+    def step_fn(self, greedy_ids, greedy_entropy):
+        """Cap on every row whose last n tokens match its own question's greedy trajectory."""
+        table = build_table(greedy_ids, self.n, self.duplicates)
+        return RailCapHook(table, self.mode)
+
+
+@dataclass(frozen=True)
+class RailCapHook:
+    """RailCap's per-step hook: the questions' n-gram table and the suppression mode (backends read both)."""
+
+    table: RailCapTable
+    mode: str = "cap"
+
+    def __call__(self, logits, generated, owner):
+        """Cap (or ban) the rail successors on every matching row (see :func:`railcap_step`)."""
+        return railcap_step(logits, generated, owner, self.table, mode=self.mode)
+
+    def vllm_args(self, n_questions: int) -> list[dict[str, Any]]:
+        """Each question's RailCap index as vLLM ``extra_args`` (:func:`railcap_args`)."""
+        if self.table.num_questions != n_questions:
+            raise ValueError(f"RailCap table has {self.table.num_questions} questions, the call {n_questions}")
+        return [railcap_args(self.table, q, self.mode) for q in range(n_questions)]

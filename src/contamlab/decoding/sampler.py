@@ -19,6 +19,7 @@ import copy
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import torch
 from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
@@ -77,6 +78,61 @@ def trim_response(
             while ids and len(tokenizer.decode(ids)) > cut:
                 ids = ids[:-1]
     return ids
+
+
+class Sampler(Protocol):
+    """What :mod:`~contamlab.decoding.pipeline` needs from a sampling backend (:class:`HFSampler`, ``VLLMSampler``).
+
+    Attributes:
+        name: The backend (``hf``, ``vllm``).
+        tokenizer: The model's tokenizer.
+        max_new_tokens: Token budget per response.
+        stats: Throughput of the decode calls so far.
+        last_entropy: ``[q][j]``: mean greedy entropy of response j of prompt q of the last ``greedy`` call.
+    """
+
+    name: str
+    tokenizer: Any
+    max_new_tokens: int
+    stats: DecodeStats
+    last_entropy: list[list[float]]
+
+    def encode(self, prompts: Sequence[str]) -> list[list[int]]:
+        """Tokenise prompts exactly as an unbatched forward pass would see them."""
+        ...
+
+    def set_prefix(self, prompt_ids: Sequence[Sequence[int]]) -> int:
+        """Share the prompts' common prefix across calls (its KV cache computed once); returns its length."""
+        ...
+
+    def decode(
+        self,
+        prompt_ids: Sequence[Sequence[int]],
+        m: int,
+        temperature: float,
+        seed: int,
+        step_fn: StepFn | None = None,
+        greedy: bool = False,
+    ) -> list[list[list[int]]]:
+        """Decode ``m`` responses for each prompt (``greedy`` ignores ``temperature`` and draws argmax).
+
+        Args:
+            prompt_ids: Token ids of each prompt (starting with the prefix set by :meth:`set_prefix`).
+            m: Responses per prompt.
+            temperature: Sampling temperature (> 0) for ``greedy=False``.
+            seed: Seed of this call's random draws.
+            step_fn: A strategy's per-step hook (:class:`~contamlab.decoding.strategy.StepHook`); ``owner`` indexes
+                ``prompt_ids``.
+            greedy: Argmax decoding; also records each response's mean entropy in :attr:`last_entropy`.
+
+        Returns:
+            ``out[q][j]``: generated token ids of response j of prompt q (EOS excluded, cut at a stop string).
+        """
+        ...
+
+    def cache_fields(self) -> dict:
+        """What of the backend's batching changes the samples (part of the sample cache key)."""
+        ...
 
 
 class HFSampler:
@@ -178,18 +234,10 @@ class HFSampler:
         step_fn: StepFn | None = None,
         greedy: bool = False,
     ) -> list[list[list[int]]]:
-        """Decode ``m`` responses for each prompt (``greedy`` ignores ``temperature`` and draws argmax).
+        """:meth:`Sampler.decode`: one random stream per call (same inputs and seed give the same tokens on CPU).
 
-        Args:
-            prompt_ids: Token ids of each prompt; must start with the prefix set by :meth:`set_prefix`.
-            m: Responses per prompt.
-            temperature: Sampling temperature (> 0) for ``greedy=False``.
-            seed: Seed of this call's random draws (same inputs and seed give the same tokens on CPU).
-            step_fn: Strategy hook applied to the raw logits at every step; ``owner`` indexes ``prompt_ids``.
-            greedy: Argmax decoding.
-
-        Returns:
-            ``out[q][j]``: generated token ids of response j of prompt q (EOS excluded, cut after a stop string).
+        The hook runs on the raw logits at every step; rows are batched up to ``batch_rows`` and finished rows leave
+        the batch.
         """
         if not greedy and not temperature > 0:
             raise ValueError(f"temperature={temperature}: must be > 0 for sampling")

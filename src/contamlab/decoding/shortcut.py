@@ -24,14 +24,13 @@ over K or over the patch reference locates once.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,15 +40,17 @@ from safetensors.torch import save as safetensors_bytes
 from torch import Tensor, nn
 from transformers import DynamicCache
 
+from contamlab.data.prompts import PROMPT_VERSION
 from contamlab.decoding.kv_cache import growing_cache
+from contamlab.decoding.strategy import Strategy, WrapContext
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_bytes, content_hash
 from contamlab.models.padding import pad_batch
+from contamlab.models.store import model_identity
 
 if TYPE_CHECKING:
     from contamlab.data.domain import Domain
     from contamlab.data.question import Question
-    from contamlab.decoding.strategies import WrapContext
 
 log = logging.getLogger("contamlab")
 
@@ -495,36 +496,6 @@ def locate_set(questions: Sequence[Question], is_leaked: Callable[[str], bool], 
     return [q for q in questions if q.id in chosen][:n]
 
 
-def model_fingerprint(source: str, revision: str | None = None) -> dict:
-    """Content identity of a model: a hash of a local directory's top-level files, else the hub id and revision."""
-    path = Path(source)
-    if not path.is_dir():
-        return {"hub": source, "revision": revision}
-    digest = hashlib.sha256()
-    for file in sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")):
-        digest.update(file.name.encode() + b"\0")
-        with file.open("rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
-    return {"sha256": digest.hexdigest()[:16]}
-
-
-def base_model_source(cfg: Any, domain: Domain) -> str:
-    """M_base: the tiny world's ``base`` stage, or the pretrained model a hub / packaged model fine-tunes from."""
-    from contamlab.models import base_source
-    from contamlab.training.stages import is_done, stage_dir
-
-    if cfg.model.get("pretrain", False):
-        path = stage_dir(cfg, domain, "base")
-        if not is_done(path):
-            raise ContamlabError(
-                f"strategy=shortcut needs the base model of model={cfg.model.name} at {path}; run "
-                f"`python train.py model={cfg.model.name} domain={domain.name}` first"
-            )
-        return str(path)
-    return base_source(cfg.model, cfg.paths.cache_dir)
-
-
 def greedy_accuracy(make_sampler: Callable[[nn.Module], Any], domain: Domain, questions, prompt_ids) -> Callable:
     """Step B's accuracy: greedy decoding of the locate prompts by a model, checked by the domain."""
 
@@ -603,32 +574,28 @@ def patched_model(
     """Locate (or load the cached ranking), then pair ``model`` with the reference on its top-K channels.
 
     M_con is the simulated (or the user's) contaminated model, M_un the clean one and M_base ``base_model`` or, by
-    default, :func:`base_model_source`; the reference of Step D is M_base (``reference=base``, the authors' scripts)
-    or M_un (``clean``).
+    default, :meth:`~contamlab.models.store.ModelStore.base_model_source`; the reference of Step D is M_base
+    (``reference=base``, the authors' scripts) or M_un (``clean``).
 
     Returns:
         The :class:`PatchedPair` and what identifies its samples: ``ranking`` (the locate key's hash), ``channels``
         (the patched set's hash), ``locate_s`` (wall time, near zero for a cached ranking).
     """
-    from contamlab.decoding.pipeline import PROMPT_VERSION
-    from contamlab.models import load_causal_lm
-    from contamlab.training.stages import model_source
-
     if reference not in REFERENCES:
         raise ContamlabError(f"strategy.reference={reference!r}: use {' or '.join(REFERENCES)}")
     started = time.perf_counter()
-    cfg, domain = context.cfg, context.domain
+    store, domain = context.store, context.domain
     sources = {
-        "contaminated": model_source(cfg, domain, "contaminated"),
-        "clean": model_source(cfg, domain, "clean"),
-        "base": base_model or base_model_source(cfg, domain),
+        "contaminated": store.model_source(domain, "contaminated"),
+        "clean": store.model_source(domain, "clean"),
+        "base": base_model or store.base_model_source(domain),
     }
-    revision = cfg.model.get("revision")
+    revision = store.revision
     questions = locate_set(domain.test, domain.split.is_leaked, config.questions, config.seed)
     key = {
         "v": LOCATE_VERSION,
-        "models": {name: model_fingerprint(src, revision) for name, src in sources.items()},
-        "dtype": str(cfg.model.dtype),
+        "models": {name: model_identity(src, revision, content=True) for name, src in sources.items()},
+        "dtype": str(store.dtype),
         "domain": domain.eval_fingerprint(),
         "prompt": PROMPT_VERSION,
         "questions": [q.id for q in questions],
@@ -642,15 +609,13 @@ def patched_model(
             if sources[name] == context.source:
                 loaded[name] = model
             else:
-                loaded[name] = load_causal_lm(
-                    sources[name], cfg.model.dtype, bool(cfg.model.trust_remote_code), revision
-                )
+                loaded[name] = store.load(sources[name])
         return loaded[name]
 
     def make_sampler(m: nn.Module):
         return context.make_sampler(m, config.max_new_tokens)
 
-    path = Path(cfg.paths.cache_dir) / "shortcut" / f"{key_hash}.safetensors"
+    path = Path(context.cache_dir) / "shortcut" / f"{key_hash}.safetensors"
     ranking = cached_ranking(
         path,
         key,
@@ -663,3 +628,62 @@ def patched_model(
     info = {"ranking": key_hash, "channels": channels_hash(channels), "locate_s": time.perf_counter() - started}
     log.info("shortcut: patching %d neurons from the %s model (ranking %s)", top_k, reference, path)
     return pair, info
+
+
+@dataclass(frozen=True)
+class ShortcutPatching(Strategy):
+    """Shortcut-neuron patching (Zhu et al. 2025).
+
+    Locates the top-K MLP channels by comparative + causal score on a locate set (cached), then samples the model
+    with those channels overwritten by the reference model's activations (:func:`patched_model`).
+    """
+
+    name: str = "shortcut"
+    top_k: int = 48
+    reference: str = "base"
+    # The locate settings, with LocateConfig's defaults (configs/strategy/shortcut.yaml sets the used values).
+    locate_questions: int = LocateConfig.questions
+    locate_seed: int = LocateConfig.seed
+    block: int = LocateConfig.block
+    positions: str = LocateConfig.positions
+    locate_max_new_tokens: int = LocateConfig.max_new_tokens
+    include_last_layer: bool = LocateConfig.include_last_layer
+    base_model: str | None = None
+    # Set by wrap_model: what identifies the patched channels (ranking and channel-set hashes).
+    _located: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.top_k < 0:
+            raise ContamlabError(f"strategy.top_k={self.top_k}: must be >= 0")
+        if self.reference not in REFERENCES:
+            raise ContamlabError(f"strategy.reference={self.reference!r}: use {' or '.join(REFERENCES)}")
+        self.locate_config()  # validates the locate settings
+
+    def locate_config(self) -> LocateConfig:
+        """The locate settings."""
+        return LocateConfig(
+            self.locate_questions,
+            self.locate_seed,
+            self.block,
+            self.positions,
+            self.locate_max_new_tokens,
+            self.include_last_layer,
+        )
+
+    def params(self) -> dict:
+        """The strategy's configuration."""
+        return {k: v for k, v in asdict(self).items() if not k.startswith("_")}
+
+    def sampling_params(self) -> dict:
+        """K, the reference, and the hashes of the ranking and of the patched channels (known after wrap_model)."""
+        if not self._located:
+            raise RuntimeError("strategy=shortcut: call wrap_model before sampling (it locates the neurons)")
+        return {**self.params(), "ranking": self._located["ranking"], "channels": self._located["channels"]}
+
+    def wrap_model(self, model, context):
+        """Locate (or load the cached ranking) and return the target paired with its reference."""
+        if context.backend != "hf":
+            raise ContamlabError("strategy=shortcut patches activations in the HF decode loop; use sampler=hf")
+        pair, info = patched_model(model, context, self.top_k, self.reference, self.locate_config(), self.base_model)
+        self._located.update(info)
+        return pair

@@ -1,4 +1,4 @@
-"""TED post-hoc filtering and CDD peakedness: token edit distance of samples to the greedy output.
+"""TED post-hoc filtering: token edit distance of samples to the greedy output (CDD's peakedness: detectors/cdd.py).
 
 Implements Dong et al. 2024, "Generalization or Memorization: Data Contamination and Trustworthy Evaluation for
 Large Language Models" (ACL Findings; spec: mitigation-baselines.md §1), following the released TED.py / CDD.py:
@@ -12,8 +12,11 @@ Large Language Models" (ACL Findings; spec: mitigation-baselines.md §1), follow
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 
 from rapidfuzz.distance import Levenshtein
+
+from contamlab.decoding.strategy import Strategy
 
 
 def _ids(tokens: Sequence[int]) -> list[int]:
@@ -102,32 +105,23 @@ def ted_readout(correct: Sequence[bool], survivors: Sequence[bool]) -> tuple[flo
     return (c / m if m else 0.0), m
 
 
-def cdd_peakedness(
-    samples: Sequence[Sequence[int]], greedy: Sequence[int], alpha: float = 0.05, max_tokens: int = 100
-) -> float:
-    """CDD's peakedness of the output distribution: the share of samples within ``alpha * l`` edits of the greedy.
+@dataclass(frozen=True)
+class TED(Strategy):
+    """TED (Dong et al. 2024).
 
-    Args:
-        samples: Token ids of each sampled completion.
-        greedy: Token ids of the greedy completion.
-        alpha: Relative edit-distance threshold (0.05 default; 0 in CDD's real-world mode).
-        max_tokens: Every sequence (greedy and samples) is truncated to this many tokens first.
-
-    Returns:
-        ``#{i : ED(s_i, greedy) <= alpha * l} / n``, l the longest truncated sequence among greedy and samples.
-
-    Raises:
-        ValueError: If there is no sample or an argument is invalid.
+    Drops samples within ``tau`` tokens of the greedy output and exact duplicates; r̂ = c / m over the survivors,
+    0 when none survive.
     """
-    if not samples:
-        raise ValueError("cdd_peakedness: no samples")
-    if alpha < 0:
-        raise ValueError(f"detector.alpha must be non-negative, got {alpha!r}")
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be positive, got {max_tokens!r}")
-    reference = _ids(greedy)[:max_tokens]
-    truncated = [_ids(sample)[:max_tokens] for sample in samples]
-    longest = max(len(reference), *(len(ids) for ids in truncated))  # l
-    threshold = alpha * longest
-    close = sum(1 for ids in truncated if Levenshtein.distance(ids, reference) <= threshold)
-    return close / len(samples)
+
+    name: str = "ted"
+    tau: int = 2
+    dedup: bool = True
+    max_tokens: int = 100
+
+    def sampling_params(self) -> dict:
+        """TED filters identity's samples, so it reuses them."""
+        return {"name": "identity"}
+
+    def keep(self, sample_ids, sample_texts, greedy_ids):
+        """TED's survivors."""
+        return ted_survivors(sample_ids, greedy_ids, sample_texts, self.tau, self.dedup, self.max_tokens)

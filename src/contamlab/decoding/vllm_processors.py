@@ -38,10 +38,11 @@ import torch
 from torch import Tensor
 
 from contamlab.decoding import lne, railcap
+from contamlab.decoding.lne import LNE_KEY, lne_args
+from contamlab.decoding.railcap import RAILCAP_KEY, railcap_args
 
-RAILCAP_KEY = "contamlab_railcap"
-LNE_KEY = "contamlab_lne"
 ENTROPY_KEY = "contamlab_entropy"
+__all__ = ["LNE_KEY", "RAILCAP_KEY", "entropy_args", "lne_args", "parse_extra_args", "processor_class", "railcap_args"]
 
 # Tails of generated tokens: (n, rows [M]) -> [M, n] int64, the last n generated tokens of each row.
 TailsFn = Callable[[int, Tensor], Tensor]
@@ -120,26 +121,6 @@ def parse_extra_args(extra_args: Mapping[str, Any] | None) -> RequestArgs:
             raise ValueError(f"extra_args[{ENTROPY_KEY!r}] must be a non-empty string key")
         out["entropy_key"] = extra[ENTROPY_KEY]
     return RequestArgs(**out)
-
-
-def railcap_args(table: railcap.RailCapTable, question: int, mode: str) -> dict[str, Any]:
-    """The ``extra_args`` entry of one question's RailCap index (a row of :func:`railcap.build_table`'s table).
-
-    Args:
-        table: Index of all questions, duplicates already resolved.
-        question: Row of ``table``.
-        mode: ``cap`` or ``ban``.
-
-    Returns:
-        ``{RAILCAP_KEY: {"n", "mode", "windows"}}`` with plain ints (JSON / msgpack serialisable).
-    """
-    windows = torch.cat([table.grams[question], table.succ[question, :, None]], dim=1)  # [K, n + 1]
-    return {RAILCAP_KEY: {"n": table.n, "mode": mode, "windows": windows[table.valid[question]].tolist()}}
-
-
-def lne_args(n_block: int) -> dict[str, Any]:
-    """The ``extra_args`` entry of LNE-blocking with ``n_block`` blocked leading positions (Eq. 10's output)."""
-    return {LNE_KEY: {"n_block": int(n_block)}}
 
 
 def entropy_args(key: str) -> dict[str, Any]:

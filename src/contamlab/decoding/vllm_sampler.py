@@ -1,8 +1,7 @@
 """The vLLM sampling backend (``sampler=vllm``): the HF sampler's interface on a vLLM engine, for GPU bulk sampling.
 
-Same contract as :class:`~contamlab.decoding.sampler.HFSampler` (``encode``, ``set_prefix``, ``decode``,
-``last_entropy``, ``stats``, ``tokenizer``, ``max_new_tokens``), so :mod:`~contamlab.decoding.pipeline` runs on
-either backend. Differences in how:
+The :class:`~contamlab.decoding.sampler.Sampler` protocol on a vLLM engine, so :mod:`~contamlab.decoding.pipeline`
+runs on either backend. Differences in how:
 
 - the engine is built from the model's *source* (hub id, local directory, or a peft adapter directory, served as a
   vLLM ``LoRARequest`` on its base), not from a loaded HF model;
@@ -17,7 +16,6 @@ either backend. Differences in how:
 from __future__ import annotations
 
 import gc
-import json
 import time
 import uuid
 from collections.abc import Sequence
@@ -28,61 +26,35 @@ import numpy as np
 import torch
 
 from contamlab.decoding.sampler import DecodeStats, StepFn, common_prefix, encode_prompts, trim_response
-from contamlab.decoding.strategies import LNEHook, RailCapHook
-from contamlab.decoding.vllm_processors import (
-    entropy_args,
-    lne_args,
-    pop_entropy,
-    processor_class,
-    railcap_args,
-)
+from contamlab.decoding.vllm_processors import entropy_args, pop_entropy, processor_class
 from contamlab.errors import ContamlabError
+from contamlab.models.store import read_adapter
 
 WORKER_EXTENSION = "contamlab.decoding.vllm_processors.EntropyWorkerExtension"
 
 
 def strategy_extra_args(step_fn: StepFn | None, n_questions: int) -> list[dict[str, Any]]:
-    """Translate a strategy's per-step hook (:meth:`Strategy.step_fn`) into per-question vLLM ``extra_args``.
+    """A strategy's per-step hook as per-question vLLM ``extra_args`` (the hook's own ``vllm_args``).
 
     Args:
-        step_fn: The hook built by :class:`~contamlab.decoding.strategies.RailCap` or
-            :class:`~contamlab.decoding.strategies.LNEBlocking` (or None for plain sampling).
+        step_fn: The hook (:class:`~contamlab.decoding.strategy.StepHook`) or None for plain sampling.
         n_questions: Number of questions (rows of the hook's per-question state).
 
     Returns:
         One ``extra_args`` dict per question.
 
     Raises:
-        ContamlabError: For a hook vLLM cannot run (any other Python callable).
+        ContamlabError: For a hook that does not say what it needs from a vLLM request (a bare Python callable).
     """
     if step_fn is None:
         return [{} for _ in range(n_questions)]
-    if isinstance(step_fn, RailCapHook):
-        table, mode = step_fn.table, step_fn.mode
-        if table.num_questions != n_questions:
-            raise ValueError(f"RailCap table has {table.num_questions} questions, the call {n_questions}")
-        return [railcap_args(table, q, mode) for q in range(n_questions)]
-    if isinstance(step_fn, LNEHook):
-        n_blocks = step_fn.n_blocks
-        if n_blocks.shape[0] != n_questions:
-            raise ValueError(f"LNE n_blocks has {n_blocks.shape[0]} questions, the call {n_questions}")
-        return [lne_args(int(k)) for k in n_blocks.tolist()]
-    raise ContamlabError(
-        f"sampler=vllm cannot run the step hook {step_fn!r}: vLLM applies strategies as logits processors "
-        "(railcap, lne). Use sampler=hf for other strategies."
-    )
-
-
-def _adapter_base(path: Path) -> tuple[str, int] | None:
-    """(base model, LoRA rank) when ``path`` is a peft LoRA adapter directory, else None."""
-    config = path / "adapter_config.json"
-    if not (path.is_dir() and config.is_file()):
-        return None
-    cfg = json.loads(config.read_text())
-    base = cfg.get("base_model_name_or_path")
-    if not base:
-        raise ContamlabError(f"{path}: adapter has no base_model_name_or_path; cannot serve it with vLLM")
-    return str(base), int(cfg.get("r", 8))
+    vllm_args = getattr(step_fn, "vllm_args", None)
+    if vllm_args is None:
+        raise ContamlabError(
+            f"sampler=vllm cannot run the step hook {step_fn!r}: vLLM applies strategies as logits processors "
+            "(railcap, lne). Use sampler=hf for other strategies."
+        )
+    return vllm_args(n_questions)
 
 
 class VLLMSampler:
@@ -108,7 +80,7 @@ class VLLMSampler:
         engine_kwargs: Further ``vllm.LLM`` arguments (e.g. ``distributed_executor_backend``).
     """
 
-    # Built from the model's source (path or hub id) rather than from a loaded HF model: see evaluation.sample_model.
+    # Built from the model's source (path or hub id) rather than from a loaded HF model: see pipeline.sample_model.
     takes_source: ClassVar[bool] = True
 
     def __init__(
@@ -150,8 +122,10 @@ class VLLMSampler:
         self.source = str(model)
         self.stop = tuple(stop)
         self.max_new_tokens = max_new_tokens
-        adapter = _adapter_base(Path(self.source))
-        base = adapter[0] if adapter else self.source
+        adapter = read_adapter(self.source) if Path(self.source).is_dir() else None
+        if adapter is not None and not adapter.base:
+            raise ContamlabError(f"{self.source}: adapter has no base_model_name_or_path; cannot serve it with vLLM")
+        base = adapter.base if adapter else self.source
         if tokenizer is None:
             from contamlab.models.loading import load_tokenizer
 
@@ -176,7 +150,7 @@ class VLLMSampler:
         )
         self.lora_request = None
         if adapter:
-            args.update(enable_lora=True, max_loras=1, max_lora_rank=max(max_lora_rank, adapter[1]))
+            args.update(enable_lora=True, max_loras=1, max_lora_rank=max(max_lora_rank, adapter.rank))
             self.lora_request = LoRARequest("contamlab-adapter", 1, self.source)
         # The processor class must match the model runner the engine will pick (VllmConfig.use_v2_model_runner).
         self.processor = processor_class(EngineArgs(**args).create_engine_config())
@@ -211,18 +185,10 @@ class VLLMSampler:
         step_fn: StepFn | None = None,
         greedy: bool = False,
     ) -> list[list[list[int]]]:
-        """Decode ``m`` responses for each prompt (``greedy`` ignores ``temperature`` and draws argmax).
+        """:meth:`~contamlab.decoding.sampler.Sampler.decode` on the engine.
 
-        Args:
-            prompt_ids: Token ids of each prompt.
-            m: Responses per prompt.
-            temperature: Sampling temperature (> 0) for ``greedy=False``.
-            seed: Seed of this call; request q gets its own seed drawn from it.
-            step_fn: A strategy's hook (RailCap or LNE-blocking), run as a vLLM logits processor.
-            greedy: Argmax decoding; also records each response's mean entropy in :attr:`last_entropy`.
-
-        Returns:
-            ``out[q][j]``: generated token ids of response j of prompt q (EOS excluded, cut before a stop string).
+        Request q gets its own seed drawn from ``seed``, and the hook runs as a vLLM logits processor (its
+        ``vllm_args``).
         """
         from vllm import SamplingParams
 

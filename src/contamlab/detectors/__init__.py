@@ -7,11 +7,12 @@
   :mod:`~contamlab.detectors.minkpp`: membership-inference baselines sharing one forward pass
   (:mod:`~contamlab.detectors.membership`, :mod:`~contamlab.detectors.scoring`).
 - :mod:`~contamlab.detectors.cdd`: CDD output peakedness (Dong et al. 2024).
-- :mod:`~contamlab.detectors.evaluation`: AUROC, TPR@5%FPR, FPR@95%TPR; :mod:`~contamlab.detectors.report`: the
-  report's detector table.
+
+Their evaluation (AUROC, TPR@5%FPR) is in :mod:`contamlab.metrics.roc`, the report's detector table in
+:mod:`contamlab.analysis.detectors`. A detector imports ``metrics``, ``data``, ``models``, ``io``, ``errors`` and
+the decoding helpers it shares (token edit distance); never ``training``, ``analysis`` or the jobs.
 """
 
 from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput
-from contamlab.detectors.evaluation import roc_metrics
 
-__all__ = ["DetectionContext", "Detector", "DetectorOutput", "roc_metrics"]
+__all__ = ["DetectionContext", "Detector", "DetectorOutput"]

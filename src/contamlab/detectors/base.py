@@ -1,7 +1,7 @@
 """The detector interface: a method turns a model and a list of questions into per-question scores.
 
 Every detector orients its per-question score so that *higher = more likely seen* (detection.md §0), marks questions
-it could not score with NaN (and counts them), and reports its own dataset-level score. :mod:`contamlab.detection`
+it could not score with NaN (and counts them), and reports its own dataset-level score. :mod:`contamlab.jobs.detect`
 runs a detector on the clean and the contaminated model and turns the scores into AUROC / TPR@FPR.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 from contamlab.data.domain import Domain
 from contamlab.data.question import Question
@@ -131,6 +131,9 @@ class Detector:
 
     #: Bump in a subclass when its scores change for the same parameters (part of the cache key).
     version = 1
+    #: Whether the detector reads the model's sampled responses (``DetectionContext.samples``, CDD): then the
+    #: samples' settings are part of its cache key.
+    needs_samples: ClassVar[bool] = False
 
     def __init__(self, name: str) -> None:
         self.name = name

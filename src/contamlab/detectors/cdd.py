@@ -9,13 +9,45 @@ cached ones (identity strategy), shared with every other job on the same model.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from contamlab.decoding.ted import cdd_peakedness
+from contamlab.decoding.ted import token_edit_distance
 from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput
 from contamlab.errors import ContamlabError
+
+
+def cdd_peakedness(
+    samples: Sequence[Sequence[int]], greedy: Sequence[int], alpha: float = 0.05, max_tokens: int = 100
+) -> float:
+    """CDD's peakedness of the output distribution: the share of samples within ``alpha * l`` edits of the greedy.
+
+    Args:
+        samples: Token ids of each sampled completion.
+        greedy: Token ids of the greedy completion.
+        alpha: Relative edit-distance threshold (0.05 default; 0 in CDD's real-world mode).
+        max_tokens: Every sequence (greedy and samples) is truncated to this many tokens first.
+
+    Returns:
+        ``#{i : ED(s_i, greedy) <= alpha * l} / n``, l the longest truncated sequence among greedy and samples.
+
+    Raises:
+        ValueError: If there is no sample or an argument is invalid.
+    """
+    if not samples:
+        raise ValueError("cdd_peakedness: no samples")
+    if alpha < 0:
+        raise ValueError(f"detector.alpha must be non-negative, got {alpha!r}")
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be positive, got {max_tokens!r}")
+    reference = list(greedy)[:max_tokens]
+    truncated = [list(sample)[:max_tokens] for sample in samples]
+    longest = max(len(reference), *(len(ids) for ids in truncated))  # l
+    threshold = alpha * longest
+    close = sum(1 for ids in truncated if token_edit_distance(ids, reference) <= threshold)
+    return close / len(samples)
 
 
 def cdd_flag(peak: float, xi: float = 0.01) -> bool:
@@ -32,6 +64,8 @@ class CDDDetector(Detector):
         xi: Flag threshold on Peak (0.01; 0.2 in the real-world mode).
         max_tokens: Truncation of every sequence before the edit distance (100).
     """
+
+    needs_samples = True
 
     def __init__(self, name: str = "cdd", alpha: float = 0.05, xi: float = 0.01, max_tokens: int = 100) -> None:
         super().__init__(name)

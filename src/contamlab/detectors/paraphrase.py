@@ -186,8 +186,6 @@ def reference_versions(
     Returns:
         ``(versions, about)`` with ``about`` = ``{"source", "n", "kind"}``; no versions when nothing is available.
     """
-    from contamlab.data.gsm8k import GSM8KDomain, PQDomain
-
     own = getattr(domain, "reference_versions", None)
     if own is not None:  # the synthetic domains rewrite their own problems
         versions = own(list(questions))
@@ -196,8 +194,8 @@ def reference_versions(
         versions = [[paraphraser.paraphrase(q, v) for q in questions] for v in range(paraphraser.n_versions)]
         name = paraphraser.identity().get("model", type(paraphraser).__name__)
         return versions, {"source": f"paraphraser:{name}", "n": len(versions), "kind": FULL_REWRITE}
-    if isinstance(domain, GSM8KDomain) and split == "test":
-        pq_file = domain.paraphrase_file if isinstance(domain, PQDomain) else "gsm8k-pq/rephrase_gsm8k_test.jsonl"
-        pq = PQDomain(name="pq", family=domain.family, data_dir=domain.data_dir, paraphrase_file=pq_file)
-        return [list(pq._load_leak_texts(list(questions)))], {"source": "gsm8k-pq", "n": 1, "kind": QUESTION_ONLY}
+    rephrase = getattr(domain, "rephrased_questions", None)  # GSM8K / PQ: the rephrased test questions
+    rephrased = rephrase(list(questions), split) if rephrase is not None else None
+    if rephrased is not None:
+        return [rephrased], {"source": "gsm8k-pq", "n": 1, "kind": QUESTION_ONLY}
     return [], {"source": "none", "n": 0, "kind": None}

@@ -1,7 +1,8 @@
-"""Restoration metrics of "Zero Gap Is Not Restoration" §3. Pure: numbers in, numbers out.
+"""Metrics. Pure: numbers in, numbers out; imports nothing of contamlab but ``errors``.
 
-Readouts r̂ and r⁰¹ (:mod:`.readouts`); G-AP, G-APP, A-PPG, SA-PPG (:mod:`.gaps`); their assembly per leaked /
-unleaked group (:mod:`.assembly`).
+Restoration metrics of "Zero Gap Is Not Restoration" §3: readouts r̂ and r⁰¹ (:mod:`.readouts`); G-AP, G-APP, A-PPG,
+SA-PPG (:mod:`.gaps`); their assembly per leaked / unleaked group (:mod:`.assembly`). Detector evaluation: AUROC,
+TPR@5%FPR, FPR@95%TPR (:mod:`.roc`, imported on its own: it loads scikit-learn).
 """
 
 from contamlab.metrics.assembly import compute_metrics
@@ -15,7 +16,7 @@ from contamlab.metrics.gaps import (
     per_bin_table,
     readout_stability,
 )
-from contamlab.metrics.readouts import discrete_readout, solve_probabilities
+from contamlab.metrics.readouts import discrete_readout, question_readouts, solve_probabilities
 
 __all__ = [
     "bin_index",
@@ -27,6 +28,7 @@ __all__ = [
     "gap_metrics",
     "paired_difference",
     "per_bin_table",
+    "question_readouts",
     "readout_stability",
     "solve_probabilities",
 ]

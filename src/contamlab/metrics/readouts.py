@@ -12,8 +12,13 @@ not, and a *kept* mask: a filtering strategy (TED) drops samples, every other st
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike
+
+from contamlab.errors import ContamlabError
 
 
 def _as_matrix(x: ArrayLike, name: str) -> np.ndarray:
@@ -67,3 +72,21 @@ def discrete_readout(correct: ArrayLike, kept: ArrayLike, seed: int) -> np.ndarr
         pick = 0 if survivors.size == k.shape[1] else survivors[int(u[q] * survivors.size)]
         out[q] = float(c[q, pick])
     return out
+
+
+def question_readouts(samples: Sequence[Any], seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(r̂, r⁰¹, correct-sample counts) per question of a sample set.
+
+    Args:
+        samples: One record per question with ``m``, ``sample_correct`` and ``kept_mask()``
+            (:class:`~contamlab.decoding.samples.QuestionSamples`).
+        seed: Draws r⁰¹'s sample among a filter's survivors.
+    """
+    m = max((s.m for s in samples), default=0)
+    if m == 0 or any(s.m != m for s in samples):
+        raise ContamlabError(
+            f"every question needs the same positive number of samples (got {sorted({s.m for s in samples})})"
+        )
+    correct = np.array([s.sample_correct for s in samples], dtype=bool)  # [N, m]
+    kept = np.array([s.kept_mask() for s in samples], dtype=bool)  # [N, m]
+    return solve_probabilities(correct, kept), discrete_readout(correct, kept, seed), correct.sum(axis=1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,24 @@ from contamlab.io import looks_like_path
 __all__ = ["DTYPES", "load_causal_lm", "load_tokenizer", "looks_like_path", "resolve_dtype"]
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """A peft LoRA adapter directory's record: the base it applies to (None when unrecorded) and its rank."""
+
+    base: str | None
+    rank: int
+
+
+def read_adapter(path: str | Path) -> Adapter | None:
+    """The adapter record of ``path`` when it is a peft adapter directory, else None (a full model, a hub id)."""
+    config = Path(str(path)) / "adapter_config.json"
+    if not config.is_file():
+        return None
+    record = json.loads(config.read_text())
+    base = record.get("base_model_name_or_path")
+    return Adapter(str(base) if base else None, int(record.get("r", 8)))
 
 
 def resolve_dtype(name: str) -> torch.dtype:
@@ -60,11 +79,11 @@ def load_causal_lm(
     """
     torch_dtype = resolve_dtype(dtype)
     path = Path(str(source))
-    if path.is_dir() and (path / "adapter_config.json").is_file():
+    adapter = read_adapter(path) if path.is_dir() else None
+    if adapter is not None:
         from peft import PeftModel
 
-        adapter_cfg = json.loads((path / "adapter_config.json").read_text())
-        base_source = base or adapter_cfg.get("base_model_name_or_path")
+        base_source = base or adapter.base
         if not base_source:
             raise ContamlabError(f"{path}: adapter has no base_model_name_or_path; pass the base model explicitly")
         model = load_causal_lm(base_source, dtype, trust_remote_code, revision)

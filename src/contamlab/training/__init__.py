@@ -1,1 +1,6 @@
-"""Simulating contamination: LightningModule, DataModule, training mixes and the stage runner."""
+"""Training: a Lightning library for causal-LM fine-tuning.
+
+LightningModule, DataModule, training mixes, progress and resumable-checkpoint helpers. The stage runner is
+:mod:`contamlab.jobs.train`; where stages live is :mod:`contamlab.models.store`. Imports ``data``, ``models``, ``io``,
+``errors``.
+"""

@@ -17,112 +17,19 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from contamlab.config import build, set_threads
-from contamlab.data.domain import Domain, build_domain
-from contamlab.decoding.pipeline import greedy_set, sample_set
+from contamlab.config import build, build_domain, set_threads
+from contamlab.data.domain import Domain
+from contamlab.decoding.pipeline import sample_model
 from contamlab.decoding.sampler import encode_prompts
-from contamlab.decoding.samples import QuestionSamples
-from contamlab.decoding.strategies import Strategy
+from contamlab.decoding.strategy import Strategy
 from contamlab.decoding.streams import CLEAN, CLEAN_2, strategy_role, stream_seed
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text
-from contamlab.metrics import bin_index, compute_metrics, discrete_readout, per_bin_table, solve_probabilities
-from contamlab.models import load_causal_lm, load_tokenizer, model_identity
-from contamlab.tracking import wandb_run
-from contamlab.training.stages import model_source
+from contamlab.jobs.common import common_noise, model_store, sampling_setup
+from contamlab.jobs.tracking import wandb_run
+from contamlab.metrics import bin_index, compute_metrics, per_bin_table, question_readouts
 
 log = logging.getLogger("contamlab")
-
-
-def _model_key(source: str, cfg: DictConfig) -> dict:
-    key = model_identity(source, cfg.model)
-    backend = cfg.sampler.get("name", "hf")
-    # vLLM samples differ from HF's (same greedy, other random streams)
-    return {**key, "sampler": backend} if backend != "hf" else key
-
-
-def common_noise(cfg: DictConfig) -> bool:
-    """Whether the run shares one random stream between the clean and the strategy batches (opt-in)."""
-    return bool(cfg.sampler.get("common_noise", False))
-
-
-def sample_model(
-    cfg: DictConfig, domain: Domain, source: str, strategy: Strategy, role: str, progress: bool = True
-) -> tuple[list[QuestionSamples], list[QuestionSamples], dict]:
-    """Greedy set, m samples under ``strategy`` and timings of one model on the test set (cached).
-
-    ``cfg`` is an evaluate config: model, sampler, m, temperature, max_new_tokens, chunk_questions, seed, paths.
-    The greedy set is always the loaded model's own; the samples come from ``strategy.wrap_model`` of it (the model
-    itself, or shortcut's patched pair), drawn from the random stream of ``role`` (:mod:`contamlab.decoding.streams`).
-    """
-    from contamlab.decoding.strategies import WrapContext
-
-    node = OmegaConf.create({k: v for k, v in cfg.sampler.items() if k != "common_noise"})
-    factory = build(node, "sampler")
-    takes_source = getattr(getattr(factory, "func", factory), "takes_source", False)  # vLLM builds its own engine
-    if takes_source and type(strategy).wrap_model is not Strategy.wrap_model:
-        raise ContamlabError(f"strategy={strategy.name} patches the HF model in the decode loop; use sampler=hf")
-    trust = bool(cfg.model.trust_remote_code)
-    model = None if takes_source else load_causal_lm(source, cfg.model.dtype, trust, cfg.model.get("revision"))
-    tokenizer = load_tokenizer(source, trust)
-
-    def make_sampler(net, max_new_tokens: int = int(cfg.max_new_tokens)):
-        return factory(net, tokenizer, stop=domain.format.stop, max_new_tokens=max_new_tokens)
-
-    sampler = make_sampler(source if takes_source else model)
-    samplers = [sampler]
-    key, cache = _model_key(source, cfg), str(Path(cfg.paths.cache_dir) / "samples")
-    t0 = time.perf_counter()
-    try:
-        greedy = greedy_set(sampler, domain, domain.test, key, cache, progress=progress)
-        t_wrap = time.perf_counter()
-        wrapped = (
-            model
-            if takes_source
-            else strategy.wrap_model(model, WrapContext(cfg, domain, source, make_sampler, progress))
-        )
-        t_wrap = time.perf_counter() - t_wrap
-        if wrapped is not model:
-            sampler = make_sampler(wrapped)
-            samplers.append(sampler)
-        samples = sample_set(
-            sampler,
-            domain,
-            domain.test,
-            strategy,
-            int(cfg.m),
-            float(cfg.temperature),
-            stream_seed(int(cfg.seed), role, common_noise(cfg)),
-            key,
-            cache,
-            greedy,
-            int(cfg.chunk_questions),
-            progress,
-        )
-    finally:
-        for each in samplers:
-            getattr(each, "close", lambda: None)()  # a second vLLM engine would not fit beside the first on a GPU
-    tokens = sum(s.stats.generated_tokens for s in samplers)
-    decode_s = sum(s.stats.wall_s for s in samplers)
-    timing = {
-        "wall_s": time.perf_counter() - t0,
-        "wrap_s": t_wrap,
-        "generated_tokens": tokens,
-        "tokens_per_s": tokens / decode_s if decode_s > 0 else 0.0,
-    }
-    return greedy, samples, timing
-
-
-def _readouts(samples: list[QuestionSamples], seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(r̂, r⁰¹, correct-sample counts) per question; ``seed`` draws r⁰¹'s sample among a filter's survivors."""
-    m = max((s.m for s in samples), default=0)
-    if m == 0 or any(s.m != m for s in samples):
-        raise ContamlabError(
-            f"every question needs the same positive number of samples (got {sorted({s.m for s in samples})})"
-        )
-    correct = np.array([s.sample_correct for s in samples], dtype=bool)  # [N, m]
-    kept = np.array([s.kept_mask() for s in samples], dtype=bool)  # [N, m]
-    return solve_probabilities(correct, kept), discrete_readout(correct, kept, seed), correct.sum(axis=1)
 
 
 def _metrics(cfg: DictConfig, r_co, r_cl, r01_co, r01_cl, clean_bins, leaked) -> dict[str, Any]:
@@ -156,14 +63,15 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     out_dir = Path(cfg.paths.output_dir)
     progress = bool(cfg.get("progress", True))
     started = time.perf_counter()
-    clean_src = model_source(cfg, domain, "clean")
-    cont_src = model_source(cfg, domain, "contaminated")
+    store, setup = model_store(cfg), sampling_setup(cfg)
+    clean_src = store.model_source(domain, "clean")
+    cont_src = store.model_source(domain, "contaminated")
     seed, shared = int(cfg.seed), common_noise(cfg)
     role = strategy_role(strategy.name)
-    clean_greedy, clean, t_clean = sample_model(cfg, domain, clean_src, Strategy(), CLEAN, progress)
-    _, cont, t_cont = sample_model(cfg, domain, cont_src, strategy, role, progress)
-    r_cl, r01_cl, c_cl = _readouts(clean, stream_seed(seed, CLEAN + "/readout"))
-    r_co, r01_co, _ = _readouts(cont, stream_seed(seed, role + "/readout"))
+    clean_greedy, clean, t_clean = sample_model(setup, store, domain, clean_src, Strategy(), CLEAN, progress)
+    _, cont, t_cont = sample_model(setup, store, domain, cont_src, strategy, role, progress)
+    r_cl, r01_cl, c_cl = question_readouts(clean, stream_seed(seed, CLEAN + "/readout"))
+    r_co, r01_co, _ = question_readouts(cont, stream_seed(seed, role + "/readout"))
     clean_bins = bin_index(c_cl, int(cfg.m), int(cfg.metric.bins))
     leaked = np.array([domain.split.is_leaked(q.id) for q in domain.test])
     metrics = _metrics(cfg, r_co, r_cl, r01_co, r01_cl, clean_bins, leaked)
@@ -191,10 +99,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     analysis = cfg.get("analysis") or {}
     clean_2 = None
     if analysis.get("floor", True) or analysis.get("stability", False):
-        _, clean_2, _ = sample_model(cfg, domain, clean_src, Strategy(), CLEAN_2, progress)
+        _, clean_2, _ = sample_model(setup, store, domain, clean_src, Strategy(), CLEAN_2, progress)
         results["sampling"]["streams"][CLEAN_2] = stream_seed(seed, CLEAN_2, shared)
     if analysis.get("floor", True):
-        r_c2, r01_c2, _ = _readouts(clean_2, stream_seed(seed, CLEAN_2 + "/readout"))
+        r_c2, r01_c2, _ = question_readouts(clean_2, stream_seed(seed, CLEAN_2 + "/readout"))
         # What a perfect strategy would score at this m: an independent clean batch against the first.
         results["floor"] = {
             "metrics": _metrics(cfg, r_c2, r_cl, r01_c2, r01_cl, clean_bins, leaked),
@@ -202,7 +110,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         }
     if detector is not None:
         results["detection"] = _detect(cfg, domain, detector, out_dir, progress)
-    figures = _analyses(cfg, domain, results, clean_greedy, clean, clean_2, cont, leaked, out_dir, progress)
+    figures = _analyses(cfg, store, domain, results, clean_greedy, clean, clean_2, cont, leaked, out_dir, progress)
     atomic_write_json(out_dir / "results.json", results)
     domain.split.save(out_dir / "split.json")
     _write_per_question(out_dir / "per_question.csv", domain, leaked, clean_bins, clean, cont, r01_cl, r01_co)
@@ -258,7 +166,9 @@ def _write_per_question(path, domain, leaked, clean_bins, clean, cont, r01_cl, r
     atomic_write_text(path, buffer.getvalue())
 
 
-def _analyses(cfg, domain, results, clean_greedy, clean, clean_2, cont, leaked, out_dir, progress) -> dict[str, Path]:
+def _analyses(
+    cfg, store, domain, results, clean_greedy, clean, clean_2, cont, leaked, out_dir, progress
+) -> dict[str, Path]:
     """Optional diagnostics of the job (``analysis.*``): per-bin figure, Figure 1, Figure 2; adds to ``results``."""
     from contamlab.analysis import diagnostics, figures
     from contamlab.metrics import readout_stability
@@ -271,8 +181,8 @@ def _analyses(cfg, domain, results, clean_greedy, clean, clean_2, cont, leaked, 
     if analysis.get("figure1", False):
         rouge = diagnostics.rouge_to_greedy(cont)
         source = results["models"]["contaminated"]
-        model = load_causal_lm(source, cfg.model.dtype, bool(cfg.model.trust_remote_code), cfg.model.get("revision"))
-        tokenizer = load_tokenizer(source, bool(cfg.model.trust_remote_code))
+        model = store.load(source)
+        tokenizer = store.load_tokenizer(source)
         prompts = encode_prompts(tokenizer, [domain.prompt(q) for q in domain.test])  # as the sampler saw them
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         ranks = diagnostics.divergence_ranks(
@@ -317,10 +227,10 @@ def _log_wandb(cfg, results, out_dir, figures=None) -> None:
             run.log({f"figures/{name}": wandb.Image(str(path)) for name, path in figures.items()})
 
 
-# -- detection (the detectors issue) ------------------------------------------------------------------------------
+# -- detection -----------------------------------------------------------------------------------------------------
 def _detect(cfg: DictConfig, domain: Domain, detector: Any, out_dir: Path, progress: bool) -> dict[str, Any]:
-    """Score the clean and contaminated models with ``detector`` (see :mod:`contamlab.detection`)."""
-    from contamlab.detection import run_detection
+    """Score the clean and contaminated models with ``detector`` (see :mod:`contamlab.jobs.detect`)."""
+    from contamlab.jobs.detect import run_detection
 
     return run_detection(cfg, domain, detector, out_dir, progress)
 
@@ -331,7 +241,7 @@ def _run_detection_only(cfg: DictConfig, domain: Domain, detector: Any) -> dict[
     started = time.perf_counter()
     results = {
         "config": OmegaConf.to_container(cfg, resolve=True),
-        "models": {stage: model_source(cfg, domain, stage) for stage in ("clean", "contaminated")},
+        "models": {stage: model_store(cfg).model_source(domain, stage) for stage in ("clean", "contaminated")},
         "detection": _detect(cfg, domain, detector, out_dir, bool(cfg.get("progress", True))),
         "timings": {"wall_s": time.perf_counter() - started},
     }

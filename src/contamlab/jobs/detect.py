@@ -1,4 +1,4 @@
-"""evaluate.py's detection job: score the clean and the contaminated model with one detector and evaluate it.
+"""The detection job (evaluate.py with ``detector=``): score the clean and the contaminated model, evaluate it.
 
 For each model the detector gives per-question scores (higher = more likely seen) and its own dataset-level score.
 On the contaminated model the leaked questions are the seen ones, so AUROC / TPR@5%FPR / FPR@95%TPR of leaked vs
@@ -22,32 +22,34 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from contamlab.data.domain import Domain
+from contamlab.decoding.pipeline import sample_model
+from contamlab.decoding.strategy import Strategy
+from contamlab.decoding.streams import CLEAN, strategy_role
 from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput
-from contamlab.detectors.cdd import CDDDetector
-from contamlab.detectors.evaluation import roc_metrics
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text, content_hash
-from contamlab.models import model_identity
-from contamlab.tracking import wandb_run
-from contamlab.training.stages import model_source
+from contamlab.jobs.common import model_store, sampling_setup
+from contamlab.jobs.tracking import wandb_run
+from contamlab.metrics.roc import roc_metrics
+from contamlab.models.store import ModelStore
 
 log = logging.getLogger("contamlab")
 DETECT_VERSION = 1
 STAGES = ("contaminated", "clean")
 
 
-def _cache_key(cfg: DictConfig, domain: Domain, detector: Detector, source: str, role: str) -> dict:
+def _cache_key(cfg: DictConfig, store: ModelStore, domain: Domain, detector: Detector, source: str, role: str) -> dict:
     key = {
         "v": DETECT_VERSION,
         "detector": type(detector).__name__,
         "detector_v": detector.version,
         "params": detector.params(),
-        "model": model_identity(source, cfg.model),
-        "dtype": str(cfg.model.dtype),
+        "model": store.identity(source),
+        "dtype": str(store.dtype),
         "domain": domain.fingerprint(),
         "split": content_hash(domain.split.to_dict()),
     }
-    if isinstance(detector, CDDDetector):
+    if detector.needs_samples:  # the samples' settings decide its scores
         sampler = OmegaConf.to_container(cfg.sampler, resolve=True) if cfg.get("sampler") else None
         fields = ("m", "temperature", "max_new_tokens", "seed", "chunk_questions")
         key["samples"] = {**{k: cfg.get(k) for k in fields}, "sampler": sampler, "role": role}
@@ -56,20 +58,14 @@ def _cache_key(cfg: DictConfig, domain: Domain, detector: Detector, source: str,
 
 def _role(stage: str) -> str:
     """The sampling stream of a stage's samples: the clean batch, or the contaminated model's identity batch."""
-    from contamlab.decoding.streams import CLEAN, strategy_role
-
     return CLEAN if stage == "clean" else strategy_role("identity")
 
 
-def _context(cfg: DictConfig, domain: Domain, source: str, role: str, progress: bool) -> DetectionContext:
-    from contamlab.decoding.strategies import Strategy
-    from contamlab.evaluation import sample_model
-    from contamlab.models import load_causal_lm, load_tokenizer
-
+def _context(
+    cfg: DictConfig, store: ModelStore, domain: Domain, source: str, role: str, progress: bool
+) -> DetectionContext:
     def load():
-        trust = bool(cfg.model.trust_remote_code)
-        model = load_causal_lm(source, cfg.model.dtype, trust, cfg.model.get("revision"))
-        return model, load_tokenizer(source, trust)
+        return store.load(source), store.load_tokenizer(source)
 
     return DetectionContext(
         domain=domain,
@@ -77,8 +73,8 @@ def _context(cfg: DictConfig, domain: Domain, source: str, role: str, progress: 
         source=source,
         load=load,
         cache_dir=str(Path(cfg.paths.cache_dir) / "detect") if cfg.paths.get("cache_dir") else None,
-        model_key=model_identity(source, cfg.model),
-        samples=lambda: sample_model(cfg, domain, source, Strategy(), role, progress),
+        model_key=store.identity(source),
+        samples=lambda: sample_model(sampling_setup(cfg), store, domain, source, Strategy(), role, progress),
         progress=progress,
     )
 
@@ -91,7 +87,8 @@ def score_model(
     ``stage`` (``clean`` or ``contaminated``) picks the random stream of the samples a detector may need (CDD).
     """
     role = _role(stage)
-    key = _cache_key(cfg, domain, detector, source, role)
+    store = model_store(cfg)
+    key = _cache_key(cfg, store, domain, detector, source, role)
     root = cfg.paths.get("cache_dir")  # null: no caching
     path = Path(root) / "detect" / "scores" / f"{detector.name}-{content_hash(key)}.json" if root else None
     if path is not None and path.is_file():
@@ -102,7 +99,7 @@ def score_model(
         except (OSError, ValueError, KeyError):
             log.warning("detection cache %s unreadable; recomputing", path)
     started = time.perf_counter()
-    output = detector.score(_context(cfg, domain, source, role, progress))
+    output = detector.score(_context(cfg, store, domain, source, role, progress))
     wall = time.perf_counter() - started
     if len(output.scores) != len(domain.test):
         raise ContamlabError(
@@ -129,8 +126,9 @@ def run_detection(
     leaked = np.array([domain.split.is_leaked(q.id) for q in domain.test])
     results: dict[str, Any] = {"detector": detector.params()}
     outputs: dict[str, DetectorOutput] = {}
+    store = model_store(cfg)
     for stage in STAGES:
-        source = model_source(cfg, domain, stage)
+        source = store.model_source(domain, stage)
         output, wall, cached = score_model(cfg, domain, detector, source, stage, progress)
         outputs[stage] = output
         entry = roc_metrics(output.scores, leaked)

@@ -1,7 +1,7 @@
 """The W&B run of one evaluate.py job: offline unless ``WANDB_MODE`` / ``logger.wandb.mode`` says otherwise.
 
-Both the restoration metrics (:mod:`contamlab.evaluation`) and detection (:mod:`contamlab.detection`) log through it,
-so every job's run is configured, grouped and finished the same way.
+Both the restoration metrics (:mod:`contamlab.jobs.evaluate`) and detection (:mod:`contamlab.jobs.detect`) log
+through it, so every job's run is configured, grouped and finished the same way.
 """
 
 from __future__ import annotations

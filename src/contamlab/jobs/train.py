@@ -10,37 +10,31 @@ skips it).
 
 from __future__ import annotations
 
-import csv
 import logging
 import shutil
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import lightning as L
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger, Logger, WandbLogger
-from lightning.pytorch.loggers.logger import rank_zero_experiment
 from omegaconf import DictConfig, OmegaConf
 
-from contamlab.config import log, set_threads
-from contamlab.data.domain import Domain, build_domain
+from contamlab.config import build_domain, log, set_threads
+from contamlab.data.domain import Domain
 from contamlab.errors import ContamlabError
-from contamlab.io import atomic_write_json
-from contamlab.models import base_source, load_causal_lm, load_tokenizer
+from contamlab.io import atomic_write_json, content_hash
+from contamlab.jobs.common import model_store
+from contamlab.models import load_causal_lm, load_tokenizer
+from contamlab.models.store import DONE_MARKER, ModelStore, is_done, read_adapter
 from contamlab.training import corpus
+from contamlab.training.checkpoints import ResumedCSVLogger, checkpoint_step
 from contamlab.training.datamodule import CausalLMDataModule, ExampleDataset, PackedDataset
 from contamlab.training.module import CausalLMModule
 from contamlab.training.progress import StageProgress
-from contamlab.training.stages import (
-    DONE_MARKER,
-    contaminated_epochs,
-    content_hash,
-    is_done,
-    needed_stages,
-    stage_dir,
-    stage_key,
-)
 
 logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
 # Lightning's advice about ckpt_path / LeafSpec does not apply here (we resume explicitly); keep logs readable.
@@ -53,22 +47,57 @@ warnings.filterwarnings("ignore", message=r".*Checkpoint directory .* exists and
 def run(cfg: DictConfig) -> dict[str, Path]:
     """Train every requested stage that is not finished yet; return the stage directories."""
     domain = build_domain(cfg.domain)
-    stages = needed_stages(cfg)
+    store = model_store(cfg)
+    stages = store.needed_stages()
     if cfg.stage != "all":
         if cfg.stage not in stages:
             raise ContamlabError(f"stage={cfg.stage!r}: model={cfg.model.name} has stages {', '.join(stages)}")
         stages = stages[: stages.index(cfg.stage) + 1]  # a stage needs its parents
     out = {}
     for stage in stages:
-        path = stage_dir(cfg, domain, stage)
+        path = store.stage_dir(domain, stage)
         out[stage] = path
         if is_done(path):
             log.info("stage %s: done already at %s (skipped)", stage, path)
             continue
         log.info("stage %s: training into %s", stage, path)
         _set_threads(cfg, stage)
-        train_stage(cfg, domain, stage, path)
+        train_stage(cfg, store, domain, stage, path)
     return out
+
+
+def contaminated_epochs(cfg: DictConfig, domain: Domain) -> int:
+    """Epochs of the contaminated stage: the domain's ``leak_epochs``, or ``finetune.epochs`` when null."""
+    if domain.leak_epochs is not None:
+        return domain.leak_epochs  # validated by the domain; part of its fingerprint, hence of the stage key
+    if int(cfg.finetune.epochs) < 1:
+        raise ContamlabError(f"finetune.epochs={cfg.finetune.epochs}: must be >= 1")
+    return int(cfg.finetune.epochs)
+
+
+@dataclass
+class StageInputs:
+    """What one stage trains: the model, its tokenizer and data, and the optimisation settings.
+
+    Attributes:
+        model: The trainable model.
+        tokenizer: Its tokenizer.
+        dataset: Packed rows (base stage) or examples (fine-tuning stages).
+        opt: :class:`~contamlab.training.module.CausalLMModule` optimiser keyword arguments.
+        micro_batch: Rows per forward pass.
+        accumulate: Micro-batches per optimiser step.
+        grad_clip: Gradient-norm clip.
+        packed: Whether ``dataset`` holds packed rows.
+    """
+
+    model: Any
+    tokenizer: Any
+    dataset: Any
+    opt: dict[str, Any]
+    micro_batch: int
+    accumulate: int
+    grad_clip: float
+    packed: bool
 
 
 def _set_threads(cfg: DictConfig, stage: str) -> None:
@@ -79,46 +108,6 @@ def _set_threads(cfg: DictConfig, stage: str) -> None:
     """
     threads = cfg.base.get("num_threads") if stage == "base" and cfg.get("base") else None
     set_threads(threads or cfg.trainer.get("num_threads"))
-
-
-class ResumedCSVLogger(CSVLogger):
-    """A CSVLogger that continues an interrupted run's ``metrics.csv`` (Lightning's deletes it on a resume).
-
-    Rows from the resumed checkpoint's step on are dropped: the resumed run logs those steps again.
-
-    Args:
-        *args: As :class:`CSVLogger`.
-        keep_before: The checkpoint's global step; rows with a smaller ``step`` are kept.
-        **kwargs: As :class:`CSVLogger`.
-    """
-
-    def __init__(self, *args, keep_before: int, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._keep_before = keep_before
-
-    @property
-    @rank_zero_experiment
-    def experiment(self):
-        """The experiment writer, with the kept rows written back and their columns known."""
-        if self._experiment is not None:
-            return self._experiment
-        path = Path(self.log_dir) / "metrics.csv"
-        header, rows = [], []
-        if path.is_file():
-            with path.open(newline="") as handle:
-                reader = csv.DictReader(handle)
-                header = list(reader.fieldnames or [])
-                rows = [r for r in reader if r.get("step") and int(float(r["step"])) < self._keep_before]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "Previous log files … will be deleted": we write them back below
-            writer = super().experiment
-        if header:
-            with path.open("w", newline="") as handle:
-                out = csv.DictWriter(handle, fieldnames=header)
-                out.writeheader()
-                out.writerows(rows)
-            writer.metrics_keys = sorted(header)
-        return writer
 
 
 def _loggers(cfg: DictConfig, work: Path, name: str, resume_step: int | None = None) -> list[Logger]:
@@ -156,7 +145,7 @@ def _finish_wandb(loggers: list[Logger]) -> None:
             wandb.finish()
 
 
-def _prepare(cfg: DictConfig, domain: Domain, stage: str):
+def _prepare(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str) -> StageInputs:
     """Model, tokenizer, dataset and optimisation settings of one stage."""
     seed = int(cfg.seed)
     if stage == "base":
@@ -177,19 +166,15 @@ def _prepare(cfg: DictConfig, domain: Domain, stage: str):
             "weight_decay": float(base.weight_decay),
             "betas": tuple(base.betas),
         }
-        return model, tokenizer, dataset, opt, int(base.batch), 1, float(base.grad_clip), True
+        return StageInputs(model, tokenizer, dataset, opt, int(base.batch), 1, float(base.grad_clip), True)
 
     ft = cfg.finetune
     general = corpus.general_examples(domain, ft.general.source, int(ft.general.n), seed, cfg.paths.get("data_dir"))
     if stage == "clean":
-        parent = (
-            str(stage_dir(cfg, domain, "base"))
-            if cfg.model.get("pretrain", False)
-            else base_source(cfg.model, cfg.paths.cache_dir)
-        )
+        parent = str(store.stage_dir(domain, "base")) if store.pretrain else store.base_source()
         examples = corpus.clean_examples(domain, int(ft.clean_n_domain), general, seed)
     else:
-        parent = str(stage_dir(cfg, domain, "clean"))
+        parent = str(store.stage_dir(domain, "clean"))
         examples = corpus.contaminated_examples(domain, domain.split, general)
     if not Path(parent).is_dir() and stage == "contaminated":
         raise ContamlabError(f"clean model missing at {parent}; run train.py stage=clean first")
@@ -210,7 +195,7 @@ def _prepare(cfg: DictConfig, domain: Domain, stage: str):
         "min_lr_ratio": 0.0,
         "weight_decay": float(ft.weight_decay),
     }
-    return model, tokenizer, dataset, opt, micro, accumulate, 1.0, False
+    return StageInputs(model, tokenizer, dataset, opt, micro, accumulate, 1.0, False)
 
 
 def _load_trainable(cfg: DictConfig, parent: str, stage: str):
@@ -219,16 +204,19 @@ def _load_trainable(cfg: DictConfig, parent: str, stage: str):
     dtype = "float32"  # train in fp32 master weights; Lightning's precision plugin handles bf16 autocast
     if ft.peft == "none":
         model = load_causal_lm(parent, dtype, bool(cfg.model.trust_remote_code))
-        if (Path(parent) / "adapter_config.json").is_file():
+        if read_adapter(parent) is not None:
             model = model.merge_and_unload()
         return model.train()
     if ft.peft != "lora":
         raise ContamlabError(f"finetune.peft={ft.peft!r}: use lora or none")
     from peft import LoraConfig, PeftModel, get_peft_model
 
-    if (Path(parent) / "adapter_config.json").is_file():
+    adapter = read_adapter(parent)
+    if adapter is not None:
         # Contaminated stage: keep training the clean adapter ("continue from M_cl", paper §5.1).
-        base = load_causal_lm(_adapter_base(parent), dtype, bool(cfg.model.trust_remote_code))
+        if not adapter.base:
+            raise ContamlabError(f"{parent}: adapter has no base_model_name_or_path; cannot continue training it")
+        base = load_causal_lm(adapter.base, dtype, bool(cfg.model.trust_remote_code))
         return PeftModel.from_pretrained(base, parent, is_trainable=True).train()
     base = load_causal_lm(parent, dtype, bool(cfg.model.trust_remote_code))
     targets = ft.lora.target_modules
@@ -242,21 +230,18 @@ def _load_trainable(cfg: DictConfig, parent: str, stage: str):
     return get_peft_model(base, lora).train()
 
 
-def _adapter_base(adapter_dir: str) -> str:
-    import json
-
-    return json.loads((Path(adapter_dir) / "adapter_config.json").read_text())["base_model_name_or_path"]
-
-
-def train_stage(cfg: DictConfig, domain: Domain, stage: str, path: Path) -> None:
+def train_stage(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str, path: Path) -> None:
     """Train one stage into ``<path>.partial`` (resuming from its last checkpoint) and move it into place."""
     L.seed_everything(int(cfg.seed), workers=True, verbose=False)
     work = path.with_name(path.name + ".partial")
     ckpt_dir = work / "checkpoints"
     work.mkdir(parents=True, exist_ok=True)
-    model, tokenizer, dataset, opt, micro, accumulate, clip, packed = _prepare(cfg, domain, stage)
-    module = CausalLMModule(model, **opt)
-    data = CausalLMDataModule(dataset, micro, tokenizer.pad_token_id, int(cfg.seed), packed=packed)
+    inputs = _prepare(cfg, store, domain, stage)
+    opt = inputs.opt
+    module = CausalLMModule(inputs.model, **opt)
+    data = CausalLMDataModule(
+        inputs.dataset, inputs.micro_batch, inputs.tokenizer.pad_token_id, int(cfg.seed), packed=inputs.packed
+    )
     every = max(1, min(100, opt["total_steps"] // 5))
     # No checkpoint on an exception (Ctrl-C): one written mid-step would not resume exactly; the periodic one does.
     callbacks = [
@@ -277,7 +262,7 @@ def train_stage(cfg: DictConfig, domain: Domain, stage: str, path: Path) -> None
     resumed_from, resume_step = None, None
     if resume.is_file():
         resumed_from = str(resume)
-        resume_step = int(_checkpoint_step(resume))
+        resume_step = int(checkpoint_step(resume))
         log.info("stage %s: resuming from %s (step %d)", stage, resume, resume_step)
     loggers = _loggers(cfg, work, f"{cfg.model.name}-{domain.name}-{stage}", resume_step)
     trainer = L.Trainer(
@@ -287,8 +272,8 @@ def train_stage(cfg: DictConfig, domain: Domain, stage: str, path: Path) -> None
         precision=cfg.trainer.precision,
         max_steps=opt["total_steps"],
         max_epochs=-1,
-        accumulate_grad_batches=accumulate,
-        gradient_clip_val=clip,
+        accumulate_grad_batches=inputs.accumulate,
+        gradient_clip_val=inputs.grad_clip,
         log_every_n_steps=int(cfg.trainer.log_every_n_steps),
         enable_progress_bar=False,  # StageProgress shows one bar over the stage's steps instead
         enable_model_summary=False,
@@ -307,17 +292,10 @@ def train_stage(cfg: DictConfig, domain: Domain, stage: str, path: Path) -> None
     wall = time.perf_counter() - started
     if trainer.is_global_zero:
         extra = {"steps": trainer.global_step, "resumed_from": resumed_from}
-        _save_stage(cfg, domain, stage, path, work, module, tokenizer, dataset, wall, extra)
+        _save_stage(cfg, store, domain, stage, path, work, module, inputs.tokenizer, inputs.dataset, wall, extra)
 
 
-def _checkpoint_step(path: Path) -> int:
-    """The global step a Lightning checkpoint was written at."""
-    import torch
-
-    return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["global_step"])
-
-
-def _save_stage(cfg, domain, stage, path, work, module, tokenizer, dataset, wall, extra) -> None:
+def _save_stage(cfg, store, domain, stage, path, work, module, tokenizer, dataset, wall, extra) -> None:
     model = module.model
     model.save_pretrained(work, safe_serialization=True)
     tokenizer.save_pretrained(work)
@@ -326,7 +304,7 @@ def _save_stage(cfg, domain, stage, path, work, module, tokenizer, dataset, wall
     shutil.rmtree(work / "checkpoints", ignore_errors=True)
     losses = module.losses
     n_tokens = dataset.rows.numel() if hasattr(dataset, "rows") else dataset.n_tokens()
-    key = stage_key(cfg, domain, stage)
+    key = store.stage_key(domain, stage)
     summary = {
         "stage": stage,
         "model": str(cfg.model.name),

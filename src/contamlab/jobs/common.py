@@ -1,0 +1,53 @@
+"""What every job reads from the Hydra config: the model store and the sampling setup, as typed objects.
+
+The jobs are the only code that reads the config; these helpers turn its nodes into the dataclasses and keyword
+arguments of the layers below.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from contamlab.config import build, group_choice
+from contamlab.decoding.pipeline import SamplingSetup
+from contamlab.models.store import ModelStore
+
+
+def _plain(node: Any) -> Any:
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
+
+
+def model_store(cfg: DictConfig) -> ModelStore:
+    """The model store of a train or evaluate config (``model``, ``finetune``, ``base``, ``seed``, ``paths``)."""
+    return ModelStore(
+        models_dir=str(cfg.paths.models_dir),
+        model=_plain(cfg.model),
+        seed=int(cfg.seed),
+        finetune=_plain(cfg.get("finetune")),
+        base=_plain(cfg.get("base")),
+        cache_dir=cfg.paths.get("cache_dir"),
+        option=group_choice(cfg, "model"),
+    )
+
+
+def sampling_setup(cfg: DictConfig) -> SamplingSetup:
+    """How an evaluate config samples: the built ``sampler`` backend and the run's m, τ, budget, seed, cache."""
+    node = OmegaConf.create({k: v for k, v in cfg.sampler.items() if k != "common_noise"})
+    return SamplingSetup(
+        factory=build(node, "sampler"),
+        backend=str(cfg.sampler.get("name", "hf")),
+        m=int(cfg.m),
+        temperature=float(cfg.temperature),
+        max_new_tokens=int(cfg.max_new_tokens),
+        seed=int(cfg.seed),
+        chunk_questions=int(cfg.chunk_questions),
+        common_noise=common_noise(cfg),
+        cache_dir=str(cfg.paths.cache_dir),
+    )
+
+
+def common_noise(cfg: DictConfig) -> bool:
+    """Whether the run shares one random stream between the clean and the strategy batches (opt-in)."""
+    return bool(cfg.sampler.get("common_noise", False))

@@ -1,0 +1,271 @@
+"""The model store: where the model for (config, domain, stage) lives, and what identifies a model in a cache.
+
+``<models_dir>/<model>/<family>/base-<hash>``, ``…/clean-<hash>`` and ``…/contaminated-<domain>-<hash>``. A stage's
+key includes its parent's key, so changing the base recipe re-trains everything after it, while ``arith`` and
+``arith_pq`` (one family) share the base and the clean model. train.py writes stages here and evaluate.py finds them
+through the same keys. Adapter records are read by :func:`~contamlab.models.loading.read_adapter` (re-exported
+here), the one parser of peft's ``adapter_config.json``. The jobs build a :class:`ModelStore` from the Hydra
+config; nothing below them reads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from contamlab.data.domain import LEAK_FIELDS, Domain
+from contamlab.errors import ContamlabError
+from contamlab.io import content_hash
+from contamlab.models.loading import Adapter, load_causal_lm, load_tokenizer, read_adapter
+
+__all__ = ["Adapter", "ModelStore", "base_source", "is_done", "model_identity", "read_adapter"]
+
+STAGES = ("base", "clean", "contaminated")
+DONE_MARKER = "train_summary.json"
+# Bump when the training code changes in a way that changes its output for the same config.
+TRAIN_CODE_VERSION = 2
+
+
+def model_identity(
+    source: str, revision: str | None = None, dtype: Any = None, *, content: bool = False
+) -> dict[str, Any]:
+    """What identifies a model's outputs in a cache.
+
+    Args:
+        source: A hub id or a local path.
+        revision: The hub revision.
+        dtype: The dtype the model is loaded in.
+        content: Hash the bytes of a local directory's top-level files (the shortcut locate cache, which must not
+            follow a retrained model's mtime) instead of naming its files by resolved path, size and mtime (the
+            sample and detector caches: cheap, no file is read, and a model retrained in place never reuses stale
+            samples).
+
+    Returns:
+        ``content=False``: ``source``, ``revision``, ``dtype`` (and ``files`` for a local path);
+        ``content=True``: ``{"sha256": …}`` for a local directory, else ``{"hub": source, "revision": …}``.
+    """
+    path = Path(source)
+    if content:
+        if not path.is_dir():
+            return {"hub": source, "revision": revision}
+        digest = hashlib.sha256()
+        for file in sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")):
+            digest.update(file.name.encode() + b"\0")
+            with file.open("rb") as handle:
+                for chunk in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(chunk)
+        return {"sha256": digest.hexdigest()[:16]}
+    identity = {"source": source, "revision": revision, "dtype": str(dtype)}
+    if path.exists():
+        files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+        identity["source"] = str(path.resolve())
+        identity["files"] = [[p.name, p.stat().st_size, int(p.stat().st_mtime)] for p in files]
+    return identity
+
+
+def base_source(model: dict[str, Any], cache_dir: str | Path) -> str:
+    """The pretrained base a non-tiny model fine-tunes from: a hub id / path, or the converted SmolLM2 dir."""
+    kind = model["kind"]
+    if kind == "hf":
+        if not model.get("source"):
+            raise ContamlabError(f"model={model['name']}: set model.source to a hub id or a local directory")
+        return str(model["source"])
+    if kind == "smollm2":
+        from contamlab.models.smollm2 import converted_dir
+
+        return str(converted_dir(Path(cache_dir) / "smollm2"))
+    if kind == "tiny":
+        raise ContamlabError("model=tiny has no pretrained base; train.py builds it in the base stage")
+    raise ContamlabError(f"model.kind={kind!r}: use hf, smollm2 or tiny")
+
+
+def is_done(path: Path) -> bool:
+    """Whether a stage directory holds a finished model (its summary is written last)."""
+    return (path / DONE_MARKER).is_file()
+
+
+def _family_key(domain: Domain) -> dict:
+    # Test-set fields too: the base and clean stages never see a test question.
+    return {k: v for k, v in domain.fingerprint().items() if k not in (*LEAK_FIELDS, "max_test", "n_test")}
+
+
+@dataclass(frozen=True)
+class ModelStore:
+    """The trained models of one model config: their keys, directories and how to load them.
+
+    Attributes:
+        models_dir: Root of the store (``paths.models_dir``).
+        model: The resolved ``model`` config node as a plain dict.
+        seed: The run's seed (part of every stage key).
+        finetune: The resolved ``finetune`` recipe (clean and contaminated stages).
+        base: The resolved ``base`` recipe (tiny models' base stage); None for pretrained models.
+        cache_dir: ``paths.cache_dir`` (the converted SmolLM2 lives there).
+        option: The ``model=`` option as typed (``pythia``, where ``model.name`` may be ``pythia-12b``), for messages.
+    """
+
+    models_dir: str
+    model: dict[str, Any]
+    seed: int
+    finetune: dict[str, Any] | None = None
+    base: dict[str, Any] | None = None
+    cache_dir: str | None = None
+    option: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The model's name (``model.name``)."""
+        return str(self.model["name"])
+
+    @property
+    def dtype(self) -> str:
+        """The dtype models are loaded in for inference."""
+        return self.model.get("dtype")
+
+    @property
+    def revision(self) -> str | None:
+        """The hub revision."""
+        return self.model.get("revision")
+
+    @property
+    def trust_remote_code(self) -> bool:
+        """Whether code from the model repository may run."""
+        return bool(self.model.get("trust_remote_code"))
+
+    @property
+    def pretrain(self) -> bool:
+        """Whether the model needs the base stage (the tiny world's from-scratch pre-training)."""
+        return bool(self.model.get("pretrain", False))
+
+    def identity(self, source: str) -> dict[str, Any]:
+        """:func:`model_identity` of ``source`` under this config's revision and dtype."""
+        return model_identity(source, self.revision, self.dtype)
+
+    def load(self, source: str):
+        """Load ``source`` for inference with this config's dtype, trust and revision."""
+        return load_causal_lm(source, self.dtype, self.trust_remote_code, self.revision)
+
+    def load_tokenizer(self, source: str):
+        """The tokenizer of ``source``."""
+        return load_tokenizer(source, self.trust_remote_code)
+
+    def base_source(self) -> str:
+        """The pretrained base a non-tiny model fine-tunes from (:func:`base_source`)."""
+        return base_source(self.model, self.cache_dir or "")
+
+    def needed_stages(self) -> list[str]:
+        """The stages this model needs, in order (a hub or packaged model has no base stage)."""
+        return list(STAGES) if self.pretrain else list(STAGES[1:])
+
+    def _model_key(self) -> dict:
+        # Where the user's own pair lives, and how it is batched and drawn from when sampled, do not change how the
+        # simulated ones are trained.
+        return {k: v for k, v in self.model.items() if k not in ("clean", "contaminated", "batch_rows", "draw")}
+
+    def _finetune_key(self) -> dict:
+        recipe = dict(self.finetune or {})
+        recipe.pop("precision", None)  # bf16 vs fp32 is a hardware choice, recorded in the summary instead
+        return recipe
+
+    def stage_key(self, domain: Domain, stage: str) -> dict:
+        """The full identity of a stage's output (its hash names the directory)."""
+        if stage not in STAGES:
+            raise ContamlabError(f"stage={stage!r}: use base, clean, contaminated or all")
+        if stage == "base":
+            if not self.pretrain:
+                raise ContamlabError(f"model={self.name} is pre-trained already; it has no base stage")
+            return {
+                "v": TRAIN_CODE_VERSION,
+                "stage": "base",
+                "model": self._model_key(),
+                "base": self.base,
+                "family": _family_key(domain),
+                "seed": self.seed,
+            }
+        if stage == "clean":
+            parent = self.stage_key(domain, "base") if self.pretrain else self._model_key()
+            return {
+                "v": TRAIN_CODE_VERSION,
+                "stage": "clean",
+                "parent": parent,
+                "finetune": self._finetune_key(),
+                "family": _family_key(domain),
+                "seed": self.seed,
+            }
+        return {
+            "v": TRAIN_CODE_VERSION,
+            "stage": "contaminated",
+            "parent": self.stage_key(domain, "clean"),
+            "domain": domain.fingerprint(),
+            "split": domain.split.to_dict(),
+            "seed": self.seed,
+        }
+
+    def stage_dir(self, domain: Domain, stage: str) -> Path:
+        """The directory of a stage's model (existing or to be trained)."""
+        key = content_hash(self.stage_key(domain, stage))
+        root = Path(self.models_dir) / self.name / domain.family
+        name = f"contaminated-{domain.name}-{key}" if stage == "contaminated" else f"{stage}-{key}"
+        return root / name
+
+    def model_source(self, domain: Domain, which: str) -> str:
+        """Where evaluate.py loads the clean or contaminated model from.
+
+        The user's own (``model.clean`` / ``model.contaminated``) when set, else the one train.py simulated.
+        """
+        if which not in ("clean", "contaminated"):
+            raise ValueError(which)
+        own = self.model.get(which)
+        if own:
+            return str(own)
+        path = self.stage_dir(domain, which)
+        if not is_done(path):
+            raise ContamlabError(self.missing_model_message(domain, which, path))
+        return str(path)
+
+    def base_model_source(self, domain: Domain) -> str:
+        """M_base: the tiny world's ``base`` stage, or the pretrained model a hub / packaged model fine-tunes from."""
+        if self.pretrain:
+            path = self.stage_dir(domain, "base")
+            if not is_done(path):
+                raise ContamlabError(
+                    f"strategy=shortcut needs the base model of model={self.name} at {path}; run "
+                    f"`python train.py model={self.name} domain={domain.name}` first"
+                )
+            return str(path)
+        return self.base_source()
+
+    def missing_model_message(self, domain: Domain, which: str, path: Path) -> str:
+        """What to do when evaluate.py finds no trained ``which`` model: one line with commands that work as typed.
+
+        It names the ``model=`` option (``pythia``, not the model's name ``pythia-12b``), what that model needs (the
+        hub or a local copy; a GPU at the paper's sizes) and what runs offline on a CPU instead.
+        """
+        option = self.option or self.name
+        kind = str(self.model.get("kind", "hf"))
+        head = f"no {which} model for model={option} domain={domain.name} (looked in {path})"
+        if kind == "tiny":
+            return (
+                f"{head}; train it first with `python train.py model={option} domain={domain.name}` (repeat any "
+                f"model., base., finetune. or domain. overrides), or set model.{which}=<hub id or path>"
+            )
+        # Hub and packaged models fine-tune on GSM8K or PQ; arith is the tiny offline world's synthetic domain.
+        train_domain = domain.name if domain.family != "arith" else "gsm8k"
+        own_pair = "model.clean=<hub id or path> model.contaminated=<hub id or path>"
+        if kind == "smollm2":
+            return (
+                f"{head}. Train it with `python train.py model={option} domain={train_domain}` (LoRA, ~6 s a step on "
+                f"a CPU) and evaluate with domain={train_domain}, or evaluate a pair of your own with {own_pair} "
+                "(`make smollm2-run` uses the packaged model as both)"
+            )
+        offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+        return (
+            f"{head}. model={option} ({self.model.get('source')}) needs the hub or a local copy (model.source=<dir>"
+            f"{'; HF_HUB_OFFLINE is set here' if offline else ''}) and a GPU at the paper's sizes: "
+            f"`python train.py model={option} domain={train_domain} trainer=gpu`, then evaluate with "
+            f"domain={train_domain}; or evaluate a pair of your own with {own_pair}. Offline on a CPU instead: "
+            "`python train.py` then `python evaluate.py -m strategy=railcap,lne,ted` (model=tiny), or model=smollm2 "
+            "domain=gsm8k with model.clean= and model.contaminated= set (`make smollm2-run`)"
+        )
