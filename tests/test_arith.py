@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from contamlab.data import arith
+from contamlab.data import arith, arith_templates
 from contamlab.data.arith import ArithConfig, ArithProblem, Step, generate, render
 
 ANNOTATION = re.compile(r"<<(\d+)([+\-*/])(\d+)=(\d+)>>(\d+)")
@@ -132,38 +132,38 @@ def test_styles_are_paraphrases_with_the_same_numbers(everything):
         similarity.append(_jaccard(q_base, q_pq))
     assert sum(similarity) / len(similarity) < 0.6
     # A real rephrasing: the two styles share no template at all.
-    base = {t for ts in arith._TEMPLATES["base"].values() for t in ts}
-    pq = {t for ts in arith._TEMPLATES["pq"].values() for t in ts}
+    base = {t for ts in arith_templates.TEMPLATES["base"].values() for t in ts}
+    pq = {t for ts in arith_templates.TEMPLATES["pq"].values() for t in ts}
     assert not base & pq
 
 
 def test_templates_vary():
-    assert arith._TEMPLATES["base"].keys() == arith._TEMPLATES["pq"].keys()
+    assert arith_templates.TEMPLATES["base"].keys() == arith_templates.TEMPLATES["pq"].keys()
     for style in STYLES:
-        for key, templates in arith._TEMPLATES[style].items():
+        for key, templates in arith_templates.TEMPLATES[style].items():
             assert len(templates) >= 3, (style, key)
             assert len(set(templates)) == len(templates), (style, key)
 
 
 def test_question_templates_show_the_same_numbers():
-    for key in arith._TEMPLATES["base"]:
+    for key in arith_templates.TEMPLATES["base"]:
         if ".q." not in key:
             continue
         shown = {
             tuple(sorted(f for f in FIELD.findall(t) if f in NUMERIC_FIELDS))
             for style in STYLES
-            for t in arith._TEMPLATES[style][key]
+            for t in arith_templates.TEMPLATES[style][key]
         }
         assert len(shown) == 1, (key, shown)
 
 
 def test_pq_question_templates_rephrase_their_base_template():
-    questions = arith._PQ_QUESTIONS
-    assert set(questions) == {key for key in arith._TEMPLATES["base"] if ".q." in key}
+    questions = arith_templates.PQ_QUESTIONS
+    assert set(questions) == {key for key in arith_templates.TEMPLATES["base"] if ".q." in key}
     for key, groups in questions.items():
-        base = arith._BASE[key]
+        base = arith_templates.BASE[key]
         assert len(groups) == len(base), key
-        assert arith._TEMPLATES["pq"][key] == tuple(t for group in groups for t in group)
+        assert arith_templates.TEMPLATES["pq"][key] == tuple(t for group in groups for t in group)
         for template, paraphrases in zip(base, groups):
             assert paraphrases, key
             for pq in paraphrases:
