@@ -123,40 +123,15 @@ def test_resume_after_kill_and_damaged_chunk(world, tmp_path):
     sampler = HFSampler(model, tok, stop=domain.format.stop, max_new_tokens=16, batch_rows=64)
     qs, key = domain.test, {"source": "random-tiny"}
     greedy = greedy_set(sampler, domain, qs, key, str(tmp_path), chunk_questions=2, progress=False)
-    full = sample_set(
-        sampler,
-        domain,
-        qs,
-        Strategy(),
-        m=3,
-        temperature=0.7,
-        seed=0,
-        model_key=key,
-        cache_root=str(tmp_path),
-        greedy=greedy,
-        chunk_questions=2,
-        progress=False,
-    )
+    run = dict(m=3, temperature=0.7, seed=0, model_key=key, cache_root=str(tmp_path), greedy=greedy, chunk_questions=2)
+    full = sample_set(sampler, domain, qs, Strategy(), **run, progress=False)
     chunks = sorted(tmp_path.rglob("chunk-*.parquet"))
     sample_chunks = [c for c in chunks if (c.parent / "meta.json").read_text().count('"samples"')]
     assert len(sample_chunks) == 3
     sample_chunks[2].unlink()  # the run was killed before its last chunk
     sample_chunks[0].write_bytes(b"garbage")  # and a file was damaged
     before = sampler.stats.generated_tokens
-    again = sample_set(
-        sampler,
-        domain,
-        qs,
-        Strategy(),
-        m=3,
-        temperature=0.7,
-        seed=0,
-        model_key=key,
-        cache_root=str(tmp_path),
-        greedy=greedy,
-        chunk_questions=2,
-        progress=False,
-    )
+    again = sample_set(sampler, domain, qs, Strategy(), **run, progress=False)
     assert [s.sample_texts for s in again] == [s.sample_texts for s in full]
     assert sampler.stats.generated_tokens > before  # two chunks were recomputed
     assert not list(tmp_path.rglob("*.tmp"))

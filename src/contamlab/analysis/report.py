@@ -76,25 +76,25 @@ def metric_rows(
         if "metrics" not in result:
             continue  # detection-only job
         cfg, strategy = result["config"], result["strategy"]
+        sampling = str([cfg.get(k) for k in ("temperature", "seed", "max_new_tokens")])
+        sources = result.get("models") or {}
         if "floor" in result:
-            floor = _floor_row(path, result)
-            key = (floor["model"], floor["domain"], floor["m"], floor["questions"], floor["setting"])
+            floor = _job_row(path, result, FLOOR, FLOOR)
+            key = (floor["model"], floor["domain"], floor["m"], floor["questions"], sampling, sources.get("clean"))
             if key not in seen:  # every job of a setting measures its floor: not a duplicate run
                 seen[key] = path
-                rows.append(floor)
-        row: dict[str, Any] = {
-            "job": str(path.parent),
-            "model": cfg["model"]["name"],
-            "domain": cfg["domain"]["name"],
-            "strategy": strategy_label(strategy),
-            "strategy_name": strategy["name"],
-            "m": result["counts"]["m"],
-            "questions": result["counts"]["questions"],
-        }
+                rows.append(_flatten(floor, result["floor"]["metrics"]))
+        row = _job_row(path, result, strategy_label(strategy), strategy["name"])
         row.update({k: v for k, v in strategy.items() if k in ("n", "mode", "duplicates")})
-        sampling = [cfg.get(k) for k in ("temperature", "seed", "max_new_tokens")]
-        models = sorted((result.get("models") or {}).items())
-        key = (row["model"], row["domain"], row["strategy"], row["m"], row["questions"], str(sampling), str(models))
+        key = (
+            row["model"],
+            row["domain"],
+            row["strategy"],
+            row["m"],
+            row["questions"],
+            sampling,
+            str(sorted(sources.items())),
+        )
         if key in seen:
             if dropped is not None:
                 dropped.append((path, seen[key]))
@@ -104,21 +104,21 @@ def metric_rows(
     return rows
 
 
-def _floor_row(path: Path, result: dict[str, Any]) -> dict[str, Any]:
-    """The noise-floor row of a job: its second clean batch scored against the first (same setting, same key)."""
+def _job_row(path: Path, result: dict[str, Any], strategy: str, name: str) -> dict[str, Any]:
+    """The identifying columns of one row: the job, its model, domain, strategy (label and name), m, questions.
+
+    A job's noise-floor row (its second clean batch scored against the first) uses ``FLOOR`` for both.
+    """
     cfg = result["config"]
-    sampling = [cfg.get(k) for k in ("temperature", "seed", "max_new_tokens")]
-    row: dict[str, Any] = {
+    return {
         "job": str(path.parent),
         "model": cfg["model"]["name"],
         "domain": cfg["domain"]["name"],
-        "strategy": FLOOR,
-        "strategy_name": FLOOR,
+        "strategy": strategy,
+        "strategy_name": name,
         "m": result["counts"]["m"],
         "questions": result["counts"]["questions"],
-        "setting": str((sampling, (result.get("models") or {}).get("clean"))),
     }
-    return _flatten(row, result["floor"]["metrics"])
 
 
 def _label_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -35,3 +35,8 @@ def stream_seed(seed: int, role: str, common_noise: bool = False) -> int:
         return int(seed)
     digest = hashlib.sha256(f"contamlab-stream/{int(seed)}/{role}".encode()).digest()
     return int.from_bytes(digest[:4], "big") >> 2
+
+
+def readout_seed(seed: int, role: str) -> int:
+    """The seed of a role's readout r⁰¹ (which surviving sample it reads), apart from its samples' stream."""
+    return stream_seed(seed, role + "/readout")

@@ -22,7 +22,7 @@ from contamlab.data.domain import Domain
 from contamlab.decoding.pipeline import sample_model
 from contamlab.decoding.sampler import encode_prompts
 from contamlab.decoding.strategy import Strategy
-from contamlab.decoding.streams import CLEAN, CLEAN_2, strategy_role, stream_seed
+from contamlab.decoding.streams import CLEAN, CLEAN_2, readout_seed, strategy_role, stream_seed
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text
 from contamlab.jobs.common import common_noise, model_store, sampling_setup
@@ -70,8 +70,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     role = strategy_role(strategy.name)
     clean_greedy, clean, t_clean = sample_model(setup, store, domain, clean_src, Strategy(), CLEAN, progress)
     _, cont, t_cont = sample_model(setup, store, domain, cont_src, strategy, role, progress)
-    r_cl, r01_cl, c_cl = question_readouts(clean, stream_seed(seed, CLEAN + "/readout"))
-    r_co, r01_co, _ = question_readouts(cont, stream_seed(seed, role + "/readout"))
+    r_cl, r01_cl, c_cl = question_readouts(clean, readout_seed(seed, CLEAN))
+    r_co, r01_co, _ = question_readouts(cont, readout_seed(seed, role))
     clean_bins = bin_index(c_cl, int(cfg.m), int(cfg.metric.bins))
     leaked = np.array([domain.split.is_leaked(q.id) for q in domain.test])
     metrics = _metrics(cfg, r_co, r_cl, r01_co, r01_cl, clean_bins, leaked)
@@ -102,7 +102,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         _, clean_2, _ = sample_model(setup, store, domain, clean_src, Strategy(), CLEAN_2, progress)
         results["sampling"]["streams"][CLEAN_2] = stream_seed(seed, CLEAN_2, shared)
     if analysis.get("floor", True):
-        r_c2, r01_c2, _ = question_readouts(clean_2, stream_seed(seed, CLEAN_2 + "/readout"))
+        r_c2, r01_c2, _ = question_readouts(clean_2, readout_seed(seed, CLEAN_2))
         # What a perfect strategy would score at this m: an independent clean batch against the first.
         results["floor"] = {
             "metrics": _metrics(cfg, r_c2, r_cl, r01_c2, r01_cl, clean_bins, leaked),
