@@ -25,13 +25,15 @@ from contamlab.decoding.railcap import build_table, railcap_step
 from contamlab.decoding.sampler import HFSampler
 from contamlab.decoding.ted import ted_survivors
 from contamlab.io import atomic_write_json
-from contamlab.models import base_source, load_causal_lm, load_tokenizer
+from contamlab.models import load_causal_lm, load_tokenizer
 
 
 def load(model_name: str):
     if model_name == "smollm2":
         cfg = compose("evaluate", ["model=smollm2", "domain=gsm8k"])
-        source = base_source(cfg.model, cfg.paths.cache_dir)
+        from contamlab.jobs.common import model_store
+
+        source = model_store(cfg).base_source()
     else:
         cfg = compose("train", ["model=tiny", "domain=arith"])
         from contamlab.jobs.common import model_store

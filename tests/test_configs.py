@@ -64,7 +64,7 @@ def test_domain_yaml_instantiates(option, data_dir):
 
 @pytest.mark.parametrize(
     ("group", "option"),
-    [(g, o) for g in ("strategy", "detector", "metric", "sampler") for o in _options(g)],
+    [(g, o) for g in ("strategy", "detector", "metric", "sampler", "model", "logger") for o in _options(g)],
 )
 def test_component_yaml_builds_or_says_not_implemented(group, option):
     node = compose("evaluate", [f"{group}={option}"])[group]
@@ -79,7 +79,24 @@ def test_component_yaml_builds_or_says_not_implemented(group, option):
 
 def test_model_configs_never_trust_remote_code():
     for option in _options("model"):
-        assert compose("evaluate", [f"model={option}"]).model.trust_remote_code is False
+        spec = build(compose("evaluate", [f"model={option}"]).model, "model")
+        assert spec.trust_remote_code is False
+
+
+def test_model_and_logger_build_typed_objects():
+    from contamlab.jobs.tracking import Tracking
+    from contamlab.models import HubModel, SmolLM2Model, TinyModel
+
+    kinds = {"tiny": TinyModel, "smollm2": SmolLM2Model, "pythia": HubModel, "llama2": HubModel, "gemma": HubModel}
+    for option, cls in kinds.items():
+        assert type(build(compose("evaluate", [f"model={option}"]).model, "model")) is cls
+    tiny = build(compose("train", []).model, "model")
+    assert tiny.pretrain and tiny.arch["hidden_size"] == 128 and tiny.tokenizer["vocab_size"] == 1024
+    pythia = build(compose("train", ["model=pythia", "model.size=1.4b"]).model, "model")
+    assert pythia.source == "EleutherAI/pythia-1.4b"
+    csv, wandb = (build(compose("evaluate", [f"logger={o}"]).logger, "logger") for o in ("csv", "wandb"))
+    assert isinstance(csv, Tracking) and not csv.uses_wandb
+    assert wandb.uses_wandb == (wandb.wandb["mode"] != "disabled") and wandb.wandb["project"] == "contamlab"
 
 
 def test_pythia_size_is_configurable():

@@ -17,6 +17,10 @@ from contamlab.analysis.detectors import detector_table
         ("codec", ["detector.seeds=[0,1]", "detector.skip_first=2"]),
         ("cdd", []),
         ("benbench", ["detector.max_samples=10", "detector.ngram=[5]"]),
+        ("ngram", []),
+        ("recall", ["detector.n_shots=1"]),
+        ("dcpdd", []),
+        ("constat", ["detector.n_boot=50"]),
     ],
 )
 def test_detection_only_job(trained, detector, extra):
@@ -34,8 +38,14 @@ def test_detection_only_job(trained, detector, extra):
         assert entry["n_scored"] > 0 and "dataset_score" in entry
         if entry["auroc"] is not None:
             assert 0.0 <= entry["auroc"] <= 1.0 and 0.0 <= entry["tpr_at_5fpr"] <= 1.0
-    if detector in ("loss", "minkpp", "cdd"):
+    if detector in ("loss", "minkpp", "cdd", "ngram", "recall", "dcpdd"):
         assert det["contaminated"]["auroc"] is not None and det["contaminated"]["n_scored"] == 20
+    if detector == "ngram":  # reads the recorded training data: the leaked items are there verbatim
+        assert det["contaminated"]["auroc"] == 1.0 and det["contaminated"]["mean_score_leaked"] == 1.0
+    if detector == "constat":
+        cmp = det["comparison"]
+        assert cmp["truth_clean_score"] is not None and 0.0 <= cmp["p_value"] <= 1.0
+    assert results["run"]["git_commit"] and "torch" in results["run"]["packages"]
     rows = list(csv.DictReader((out / "detection_per_question.csv").open()))
     assert len(rows) == 20 and {"id", "leaked", "score_contaminated", "score_clean"} <= set(rows[0])
     assert f"| {detector} | tiny | arith |" in detector_table([results])

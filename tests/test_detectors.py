@@ -346,13 +346,19 @@ def test_detector_table():
         "config": {"model": {"name": "tiny"}, "domain": {"name": "arith"}},
         "detection": {
             "detector": {"name": "loss"},
-            "contaminated": {"auroc": 0.9, "tpr_at_5fpr": 0.5, "fpr_at_95tpr": 0.3, "dataset_score": -0.3},
+            "contaminated": {
+                "auroc": 0.9,
+                "tpr_at_5fpr": 0.5,
+                "tpr_at_1fpr": 0.2,
+                "fpr_at_95tpr": 0.3,
+                "dataset_score": -0.3,
+            },
             "clean": {"auroc": 0.5, "dataset_score": -0.4},
         },
     }
     table = detector_table([result, {"metrics": {}}])
     assert table.splitlines()[0].startswith("| detector | model | domain | AUROC contaminated | AUROC clean |")
-    assert "| loss | tiny | arith | 0.900 | 0.500 | 0.500 | 0.300 | -0.300 | -0.400 |" in table
+    assert "| loss | tiny | arith | 0.900 | 0.500 | 0.500 | 0.200 | 0.300 | -0.300 | -0.400 |" in table
     assert detector_table([]) == ""
 
 

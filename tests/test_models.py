@@ -1,9 +1,8 @@
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 from contamlab.errors import ContamlabError
-from contamlab.models import base_source
+from contamlab.models import HubModel, TinyModel
 from contamlab.models.loading import load_causal_lm, load_tokenizer, resolve_dtype
 from contamlab.models.tiny import build_tiny_model, train_tokenizer
 
@@ -51,13 +50,21 @@ def test_missing_directory_and_unknown_hub_id_offline(tmp_path):
         load_tokenizer("no-such-owner/no-such-model")
 
 
-def test_bad_dtype_and_kind():
+def test_bad_dtype_and_base_sources():
     with pytest.raises(ContamlabError, match="model.dtype"):
         resolve_dtype("float8")
-    with pytest.raises(ContamlabError, match="model.kind"):
-        base_source(OmegaConf.create({"kind": "onnx", "name": "x"}), "/tmp")
+    with pytest.raises(ContamlabError, match="model.source"):
+        HubModel(name="x").base_source("/tmp")
     with pytest.raises(ContamlabError, match="base stage"):
-        base_source(OmegaConf.create({"kind": "tiny", "name": "tiny"}), "/tmp")
+        TinyModel(name="tiny").base_source("/tmp")
+    assert HubModel(name="p", source="EleutherAI/pythia-1.4b").base_source("/tmp") == "EleutherAI/pythia-1.4b"
+
+
+def test_model_key_leaves_out_sampling_and_own_pair():
+    a = TinyModel(name="tiny", arch={"hidden_size": 8})
+    b = TinyModel(name="tiny", arch={"hidden_size": 8}, clean="/m/c", contaminated="/m/x", batch_rows=4, draw="x")
+    assert a.key() == b.key() and a.key()["kind"] == "tiny" and a.key()["pretrain"] is True
+    assert a.key() != TinyModel(name="tiny", arch={"hidden_size": 16}).key()
 
 
 def test_pad_batch_right_and_left():

@@ -22,6 +22,18 @@ def test_first_run_writes_all_stages(trained):
         assert (path / "logs" / "metrics.csv").is_file()
     split = json.loads((dirs["contaminated-arith"] / "split.json").read_text())
     assert len(split["leaked"]) == len(split["unleaked"]) == 10
+    # Every stage records what it trained on: the leaked test questions reach only the contaminated stage.
+    from contamlab.config import build_domain, compose
+    from contamlab.models.store import read_training_texts
+
+    domain = build_domain(compose("train", [o for o in TINY if o.startswith("domain.")]).domain)
+    leaked = [q.question for q in domain.test if q.id in set(split["leaked"])]
+    unleaked = [q.question for q in domain.test if q.id in set(split["unleaked"])]
+    records = {stage: "\n".join(read_training_texts(path)) for stage, path in dirs.items()}
+    assert all(q in records["contaminated-arith"] for q in leaked)
+    assert not any(q in text for text in records.values() for q in unleaked)
+    assert not any(q in records[stage] for stage in ("base", "clean") for q in leaked)
+    assert json.loads((dirs["clean"] / "train_summary.json").read_text())["run"]["packages"]["torch"]
     assert not list((tmp / "models").rglob("*.partial"))
     assert not list((tmp / "models").rglob("*.pkl")) and not list((tmp / "models").rglob("*.bin"))
 

@@ -2,10 +2,10 @@
 
 Hydra catches unknown groups, options and keys; it cannot know that ``temperature`` must be a positive number or
 that ``+sampler.temperature=5`` is not a setting of the sampler. :func:`validate` checks every top-level field, the
-fields of the groups without a ``_target_`` (``finetune``, ``base``, ``trainer``, ``metric``, ``model``) by rule,
-and the keys and scalar types of each buildable group (``strategy``, ``detector``, ``sampler``, ``domain``) against
-its target's signature. Range checks that need a built object (``strategy.n >= 1``) stay in the constructors, which
-also run before any model loads.
+fields of the groups without a ``_target_`` (``finetune``, ``base``, ``trainer``, ``metric``) and a few of ``model``
+by rule, and the keys and scalar types of each buildable group (``model``, ``strategy``, ``detector``, ``sampler``,
+``domain``, ``logger``) against its target's signature. Range checks that need a built object (``strategy.n >= 1``)
+stay in the constructors, which also run before any model loads.
 """
 
 from __future__ import annotations
@@ -329,7 +329,7 @@ def validate(cfg: DictConfig) -> None:
         backend = cfg.sampler.get("name") if isinstance(cfg.get("sampler"), DictConfig) else None
         _check_rules(cfg, SAMPLERS.get(str(backend), {}))
         _check_model_sources(cfg)
-        for group in ("sampler", "strategy", "detector", "domain"):
+        for group in ("model", "sampler", "strategy", "detector", "domain", "logger"):
             _check_group(cfg, group)  # imports each target's module (torch for most): after the cheap checks
     elif task == "train":
         _check_rules(cfg, TRAIN)
@@ -339,4 +339,5 @@ def validate(cfg: DictConfig) -> None:
                 f"finetune.global_batch={ft.global_batch} must be a multiple of micro_batch={ft.micro_batch}"
             )
         _check_precision(cfg)
-        _check_group(cfg, "domain")
+        for group in ("model", "domain", "logger"):
+            _check_group(cfg, group)

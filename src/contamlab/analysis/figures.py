@@ -149,3 +149,38 @@ def ablation_figure(rows: Sequence[dict[str, Any]], path: str | Path, title: str
     ax.set_title(title or "RailCap ablation", fontsize=9)
     ax.legend(fontsize=7)
     return _save(fig, path)
+
+
+def roc_panels(
+    curves: dict[str, Sequence[tuple[str, dict[str, Sequence[float]], dict[str, Sequence[float]] | None]]],
+    path: str | Path,
+    title: str = "",
+) -> Path:
+    """ROC curves, one panel per group (contamination form).
+
+    Each detector's contaminated-model curve is solid, its clean-control curve dashed in the same colour; the chance
+    diagonal is dotted.
+
+    Args:
+        curves: ``{panel: [(detector, {"fpr", "tpr"} contaminated, {"fpr", "tpr"} clean or None), …]}``.
+        path: The PNG to write.
+        title: Figure title.
+    """
+    fig, axes = plt.subplots(1, len(curves), figsize=(5.2 * len(curves), 4.8), squeeze=False)
+    colours = plt.get_cmap("tab20")
+    for ax, (panel, items) in zip(axes[0], curves.items()):
+        for i, (name, cont, clean) in enumerate(items):
+            colour = colours(i % 20)
+            ax.plot(cont["fpr"], cont["tpr"], color=colour, lw=1.6, label=name)
+            if clean:
+                ax.plot(clean["fpr"], clean["tpr"], color=colour, lw=1.0, ls="--")
+        ax.plot([0, 1], [0, 1], color="0.6", lw=0.8, ls=":")
+        ax.set(xlabel="false positive rate (unleaked flagged)", ylabel="true positive rate (leaked flagged)")
+        ax.set_title(f"{panel} leak (solid: contaminated, dashed: clean control)", fontsize=9)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.01)
+        ax.legend(fontsize=7, loc="lower right")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path)

@@ -290,10 +290,18 @@ def build_report(root: str | Path) -> str | None:
     lines += _figure_sections(results, root)
     detection = [result for _, result in results if "detection" in result]
     if detection:
-        from contamlab.analysis.detectors import detector_table
+        from contamlab.analysis.detectors import comparison_lines, detector_table, leaderboard, roc_figure
 
         lines += ["## Detectors (AUROC, leaked vs unleaked; the clean model is the control)", ""]
         lines += [detector_table(detection), ""]
+        lines += ["## Detector leaderboard (every detector on the same items, against the simulation's truth)", ""]
+        lines += [leaderboard(detection), ""]
+        tests = comparison_lines(detection)
+        if tests:
+            lines += ["Model-comparison tests:", "", *tests, ""]
+        png = roc_figure(detection, root / "figures" / "roc.png", "ROC curves per detector")
+        if png is not None:
+            lines += [f"![ROC curves]({_rel(png, root)})", ""]
     return "\n".join(lines)
 
 

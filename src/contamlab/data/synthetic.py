@@ -104,6 +104,20 @@ class ArithDomain(Domain):
                 version.append(Question(q.id, text, solution, q.answer))
         return versions
 
+    def nonmember_questions(self, n: int, seed: int = 1) -> list[Question]:
+        """``n`` problems no model of this world trained on: drawn from another generator seed (ReCaLL's prefixes).
+
+        They come from the test stream of generator seed ``generator.seed + 1000 + seed``, rendered in the base
+        style; a draw whose text equals a train or test problem's text is skipped.
+        """
+        from dataclasses import replace
+
+        train, test = self.problems
+        own = {render(p, "base")[0] for p in (*train, *test)}
+        fresh = generate(replace(self.generator, seed=self.generator.seed + 1000 + int(seed), n_train=0, n_test=n + 20))
+        chosen = [p for p in fresh[1] if render(p, "base")[0] not in own][:n]
+        return [Question(f"nonmember-{i:03d}", *render(p, "base"), str(p.answer)) for i, p in enumerate(chosen)]
+
     def paraphrased_train(self) -> list[Question]:
         """Training problems with the question in the paraphrase wording and the original solution (as in PQ)."""
         return [

@@ -8,7 +8,7 @@ runs a detector on the clean and the contaminated model and turns the scores int
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -17,6 +17,12 @@ from contamlab.data.question import Question
 from contamlab.errors import ContamlabError
 
 TEXT_MODES = ("question", "answer", "document")
+
+
+def check_text_mode(mode: str) -> None:
+    """Raise a ContamlabError naming ``detector.text`` unless ``mode`` is one of :data:`TEXT_MODES`."""
+    if mode not in TEXT_MODES:
+        raise ContamlabError(f"detector.text={mode!r}: use one of {', '.join(TEXT_MODES)}")
 
 
 def question_text(domain: Domain, question: Question, mode: str) -> str:
@@ -36,9 +42,8 @@ def question_text(domain: Domain, question: Question, mode: str) -> str:
         return question.question
     if mode == "answer":
         return domain.target(question).strip()
-    if mode == "document":
-        return domain.format.question_block(question.question) + domain.target(question)
-    raise ContamlabError(f"detector.text={mode!r}: use one of {', '.join(TEXT_MODES)}")
+    check_text_mode(mode)
+    return domain.format.question_block(question.question) + domain.target(question)
 
 
 @dataclass
@@ -53,6 +58,8 @@ class DetectionContext:
         cache_dir: Directory for the detector's intermediate caches (``None`` = no caching).
         model_key: Identity of the model for cache keys.
         samples: Returns the model's cached greedy and sampled responses (CDD); ``None`` when unavailable.
+        lineage: Returns the texts the model was trained on, by stage (``base``, ``clean``, ``contaminated``: the
+            records train.py writes, the model's own stage and its parents); ``None`` for a model not trained here.
         progress: Show progress bars.
     """
 
@@ -63,6 +70,7 @@ class DetectionContext:
     cache_dir: str | None = None
     model_key: dict = field(default_factory=dict)
     samples: Callable[[], tuple[list, list, dict]] | None = None
+    lineage: Callable[[], dict[str, list[str]]] | None = None
     progress: bool = False
 
     @cached_property
@@ -122,25 +130,32 @@ def _nan_to_none(value: Any) -> Any:
     return value
 
 
-class Detector:
-    """Base class of the detectors; subclasses implement :meth:`score`.
+#: ``field(metadata=RUNTIME)`` marks a setting that changes how fast, not what, a detector scores: left out of
+#: :meth:`Detector.params` (the cache key and results.json).
+RUNTIME = {"in_key": False}
 
-    Args:
+
+@dataclass(frozen=True)
+class Detector:
+    """Base of the detectors: a frozen dataclass built by Hydra from ``configs/detector/<name>.yaml``.
+
+    Subclasses add their settings as fields (checked in ``__post_init__``) and implement :meth:`score`.
+
+    Attributes:
         name: The config name (``codec``, ``loss`` …).
     """
 
+    name: str = ""
+
     #: Bump in a subclass when its scores change for the same parameters (part of the cache key).
-    version = 1
+    version: ClassVar[int] = 1
     #: Whether the detector reads the model's sampled responses (``DetectionContext.samples``, CDD): then the
     #: samples' settings are part of its cache key.
     needs_samples: ClassVar[bool] = False
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-
     def params(self) -> dict[str, Any]:
-        """The parameters that determine the scores (cache key and results.json)."""
-        return {"name": self.name}
+        """The parameters that determine the scores (cache key and results.json): every field but the runtime ones."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("in_key", True)}
 
     def score(self, ctx: DetectionContext) -> DetectorOutput:
         """Score every question of ``ctx`` for one model."""

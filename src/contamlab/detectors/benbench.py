@@ -25,7 +25,8 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -33,7 +34,7 @@ from rapidfuzz.distance import Levenshtein
 from tqdm.auto import tqdm
 
 from contamlab.data.question import Question
-from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput
+from contamlab.detectors.base import RUNTIME, DetectionContext, Detector, DetectorOutput
 from contamlab.detectors.paraphrase import Paraphraser, reference_versions
 from contamlab.detectors.scoring import score_sequences
 from contamlab.errors import ContamlabError
@@ -128,16 +129,16 @@ def greedy_continuations(
     return out  # type: ignore[return-value]
 
 
+@dataclass(frozen=True)
 class BenBenchDetector(Detector):
     """BenBench's atomic metrics, Δ against paraphrased references, δ_train-test and instance-level flags.
 
-    Args:
-        name: Config name.
+    Attributes:
         ngram: The n of the n-gram accuracies (5 and 10).
         n_starts: Starting points per sample (5).
         edit_threshold: Edit-similarity threshold of the lenient match (0.9).
         rouge_threshold: ROUGE-L threshold of the lenient match (0.75).
-        score: Per-question score: ``ngram_<n>``, ``ngram_<n>_edit``, ``ngram_<n>_rouge`` or ``ppl``.
+        score_by: Per-question score: ``ngram_<n>``, ``ngram_<n>_edit``, ``ngram_<n>_rouge`` or ``ppl``.
         relative: Subtract the metric's mean over the reference versions per question.
         include_train: Also score (a sample of) the training split, for δ_train-test.
         max_samples: Items per split (random subset, Python random seed 666, as the reference code; 3000 there).
@@ -146,52 +147,33 @@ class BenBenchDetector(Detector):
         batch_tokens: Rows x padded length per perplexity forward pass (None: 1,024 on a CPU, 8,192 on an accelerator).
     """
 
-    version = 2  # 2: Δ over the original score; three full rewrites as arith's references
+    version: ClassVar[int] = 2  # 2: Δ over the original score; three full rewrites as arith's references
 
-    def __init__(
-        self,
-        name: str = "benbench",
-        ngram: Sequence[int] = (5, 10),
-        n_starts: int = 5,
-        edit_threshold: float = 0.9,
-        rouge_threshold: float = 0.75,
-        score: str = "ngram_5",
-        relative: bool = False,
-        include_train: bool = True,
-        max_samples: int | None = 3000,
-        paraphraser: Paraphraser | None = None,
-        batch_size: int = 64,
-        batch_tokens: int | None = None,
-    ) -> None:
-        super().__init__(name)
-        self.ngram = [int(n) for n in ngram]
+    name: str = "benbench"
+    ngram: list[int] = field(default_factory=lambda: [5, 10])
+    n_starts: int = 5
+    edit_threshold: float = 0.9
+    rouge_threshold: float = 0.75
+    score_by: str = "ngram_5"
+    relative: bool = False
+    include_train: bool = True
+    max_samples: int | None = 3000
+    paraphraser: Paraphraser | None = None
+    batch_size: int = field(default=64, metadata=RUNTIME)
+    batch_tokens: int | None = field(default=None, metadata=RUNTIME)
+
+    def __post_init__(self) -> None:
         if not self.ngram or min(self.ngram) < 1:
-            raise ContamlabError(f"detector.ngram={list(ngram)}: give positive n-gram lengths")
-        self.n_starts = int(n_starts)
-        self.edit_threshold, self.rouge_threshold = float(edit_threshold), float(rouge_threshold)
+            raise ContamlabError(f"detector.ngram={list(self.ngram)}: give positive n-gram lengths")
         valid = {"ppl"} | {f"ngram_{n}{v}" for n in self.ngram for v in ("", "_edit", "_rouge")}
-        if score not in valid:
-            raise ContamlabError(f"detector.score={score!r}: choose one of {', '.join(sorted(valid))}")
-        self.score_name, self.relative, self.include_train = score, bool(relative), bool(include_train)
-        self.max_samples = max_samples
-        self.paraphraser = paraphraser
-        self.batch_size = int(batch_size)
-        self.batch_tokens = None if batch_tokens is None else int(batch_tokens)
+        if self.score_by not in valid:
+            raise ContamlabError(f"detector.score_by={self.score_by!r}: choose one of {', '.join(sorted(valid))}")
 
     def params(self) -> dict[str, Any]:
-        """Everything that changes the scores."""
-        return {
-            "name": self.name,
-            "ngram": self.ngram,
-            "n_starts": self.n_starts,
-            "edit_threshold": self.edit_threshold,
-            "rouge_threshold": self.rouge_threshold,
-            "score": self.score_name,
-            "relative": self.relative,
-            "include_train": self.include_train,
-            "max_samples": self.max_samples,
-            "paraphraser": self.paraphraser.identity() if self.paraphraser is not None else None,
-        }
+        """Everything that changes the scores (the paraphraser by its identity)."""
+        params = super().params()
+        params["paraphraser"] = self.paraphraser.identity() if self.paraphraser is not None else None
+        return params
 
     # -- metrics of one list of questions ----------------------------------------------------------------------------
     def metrics(self, ctx: DetectionContext, questions: Sequence[Question | None], desc: str) -> dict[str, np.ndarray]:
@@ -271,12 +253,12 @@ class BenBenchDetector(Detector):
             ref_metrics = [self.metrics(ctx, version, f"benbench {split}-ref{v}") for v, version in enumerate(refs)]
             per[split] = {"ori": ori, "refs": ref_metrics, "about": about}
         test_ori, test_refs = per["test"]["ori"], per["test"]["refs"]
-        primary = test_ori[self.score_name]
-        raw = -np.log(primary) if self.score_name == "ppl" else primary
+        primary = test_ori[self.score_by]
+        raw = -np.log(primary) if self.score_by == "ppl" else primary
         scores = raw.copy()
         if self.relative and test_refs:
-            ref_vals = np.nanmean(np.stack([r[self.score_name] for r in test_refs]), axis=0)
-            scores = raw - (-np.log(ref_vals) if self.score_name == "ppl" else ref_vals)
+            ref_vals = np.nanmean(np.stack([r[self.score_by] for r in test_refs]), axis=0)
+            scores = raw - (-np.log(ref_vals) if self.score_by == "ppl" else ref_vals)
         groups = {"test": np.ones(len(test), bool), "test_leaked": leaked, "test_unleaked": ~leaked}
         summary: dict[str, Any] = {}
         for group, mask in groups.items():
@@ -300,11 +282,11 @@ class BenBenchDetector(Detector):
             for key in test_ori
             if key.startswith("all_")
         }
-        primary_summary = summary["test"][self.score_name]
+        primary_summary = summary["test"][self.score_by]
         dataset = primary_summary["delta"] if primary_summary["delta"] is not None else primary_summary["ori"]
         columns = {k: list(v) for k, v in test_ori.items()}
         for v, ref in enumerate(test_refs):
-            columns[f"ref{v}_{self.score_name}"] = list(ref[self.score_name])
+            columns[f"ref{v}_{self.score_by}"] = list(ref[self.score_by])
         return DetectorOutput(
             [float(s) for s in scores],
             dataset,

@@ -10,7 +10,8 @@ cached ones (identity strategy), shared with every other job on the same model.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -55,27 +56,28 @@ def cdd_flag(peak: float, xi: float = 0.01) -> bool:
     return peak > xi
 
 
+@dataclass(frozen=True)
 class CDDDetector(Detector):
     """CDD on the cached greedy output and m samples per question.
 
-    Args:
-        name: Config name.
+    Attributes:
         alpha: Relative edit-distance threshold (0.05; 0 in CDD's real-world mode).
         xi: Flag threshold on Peak (0.01; 0.2 in the real-world mode).
         max_tokens: Truncation of every sequence before the edit distance (100).
     """
 
-    needs_samples = True
+    name: str = "cdd"
+    alpha: float = 0.05
+    xi: float = 0.01
+    max_tokens: int = 100
 
-    def __init__(self, name: str = "cdd", alpha: float = 0.05, xi: float = 0.01, max_tokens: int = 100) -> None:
-        super().__init__(name)
-        if alpha < 0 or not 0 <= xi <= 1:
-            raise ContamlabError(f"detector.alpha={alpha}, detector.xi={xi}: need alpha >= 0 and 0 <= xi <= 1")
-        self.alpha, self.xi, self.max_tokens = float(alpha), float(xi), int(max_tokens)
+    needs_samples: ClassVar[bool] = True
 
-    def params(self) -> dict[str, Any]:
-        """alpha, xi and the truncation."""
-        return {"name": self.name, "alpha": self.alpha, "xi": self.xi, "max_tokens": self.max_tokens}
+    def __post_init__(self) -> None:
+        if self.alpha < 0 or not 0 <= self.xi <= 1:
+            raise ContamlabError(
+                f"detector.alpha={self.alpha}, detector.xi={self.xi}: need alpha >= 0 and 0 <= xi <= 1"
+            )
 
     def _ids(self, ctx: DetectionContext, text: str) -> list[int]:
         clean = ctx.domain.format.truncate(text).strip()

@@ -16,11 +16,11 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput, question_text
+from contamlab.detectors.base import RUNTIME, DetectionContext, Detector, DetectorOutput, check_text_mode, question_text
 from contamlab.detectors.scoring import score_sequences
 from contamlab.errors import ContamlabError
 
@@ -103,11 +103,11 @@ def context_ids(tokenizer, target: str, contexts: Sequence[str], separator: str 
     return ids, len(prefix) + len(body) + len(suffix) - 1
 
 
+@dataclass(frozen=True)
 class CoDeCDetector(Detector):
     """CoDeC with configurable context size, seeds and join mode.
 
-    Args:
-        name: Config name.
+    Attributes:
         n_context: Context examples before each target (the authors: 1).
         seeds: One context draw per seed; scores are averaged over seeds.
         skip_first: Target log-probs skipped at the start (10).
@@ -120,47 +120,26 @@ class CoDeCDetector(Detector):
         batch_tokens: Rows x padded length per forward pass (None: 1,024 on a CPU, 8,192 on an accelerator).
     """
 
-    def __init__(
-        self,
-        name: str = "codec",
-        n_context: int = 1,
-        seeds: Sequence[int] = (0,),
-        skip_first: int = 10,
-        skip_last: int = 1,
-        join: str = "tokens",
-        separator: str = "\n\n",
-        text: str = "question",
-        max_chars: int = 2048,
-        max_samples: int | None = None,
-        batch_tokens: int | None = None,
-    ) -> None:
-        super().__init__(name)
-        if join not in ("tokens", "string"):
-            raise ContamlabError(f"detector.join={join!r}: use tokens or string")
-        if not seeds:
-            raise ContamlabError("detector.seeds: give at least one seed")
-        if skip_first < 0 or skip_last < 0:
-            raise ContamlabError("detector.skip_first / skip_last must be non-negative")
-        self.n_context, self.seeds = int(n_context), [int(s) for s in seeds]
-        self.skip_first, self.skip_last = int(skip_first), int(skip_last)
-        self.join, self.separator, self.text = join, separator, text
-        self.max_chars, self.max_samples = int(max_chars), max_samples
-        self.batch_tokens = None if batch_tokens is None else int(batch_tokens)
+    name: str = "codec"
+    n_context: int = 1
+    seeds: list[int] = field(default_factory=lambda: [0])
+    skip_first: int = 10
+    skip_last: int = 1
+    join: str = "tokens"
+    separator: str = "\n\n"
+    text: str = "question"
+    max_chars: int = 2048
+    max_samples: int | None = None
+    batch_tokens: int | None = field(default=None, metadata=RUNTIME)
 
-    def params(self) -> dict[str, Any]:
-        """Everything that changes the scores."""
-        return {
-            "name": self.name,
-            "n_context": self.n_context,
-            "seeds": self.seeds,
-            "skip_first": self.skip_first,
-            "skip_last": self.skip_last,
-            "join": self.join,
-            "separator": self.separator,
-            "text": self.text,
-            "max_chars": self.max_chars,
-            "max_samples": self.max_samples,
-        }
+    def __post_init__(self) -> None:
+        if self.join not in ("tokens", "string"):
+            raise ContamlabError(f"detector.join={self.join!r}: use tokens or string")
+        if not self.seeds:
+            raise ContamlabError("detector.seeds: give at least one seed")
+        if self.skip_first < 0 or self.skip_last < 0:
+            raise ContamlabError("detector.skip_first / skip_last must be non-negative")
+        check_text_mode(self.text)
 
     def score(self, ctx: DetectionContext) -> DetectorOutput:
         """Two passes per sample and seed; Δ per question, the fraction labelled 1 per dataset."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from contamlab.detectors.membership import MembershipDetector
@@ -13,8 +15,11 @@ def loss_score(logprobs: np.ndarray) -> float:
     return float(np.mean(logprobs, dtype=np.float64))
 
 
+@dataclass(frozen=True)
 class LossDetector(MembershipDetector):
     """The Loss baseline: mean log-prob of the whole text."""
+
+    name: str = "loss"
 
     def sample_score(self, stats: TokenStats, text: str) -> float:
         """-NLL of the text."""

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput, question_text
+from contamlab.detectors.base import RUNTIME, DetectionContext, Detector, DetectorOutput, check_text_mode, question_text
 from contamlab.detectors.scoring import TokenStats, score_sequences
 from contamlab.io import atomic_path, content_hash
 
@@ -66,24 +67,21 @@ def token_stats(ctx: DetectionContext, texts: Sequence[str], batch_tokens: int |
     return stats
 
 
+@dataclass(frozen=True)
 class MembershipDetector(Detector):
     """Base of the per-sample baselines: score every text from its token statistics.
 
-    Args:
-        name: Config name.
+    Attributes:
         text: What is scored: ``document`` (question block + reference response, the default: the whole training
             text), ``question`` or ``answer``.
         batch_tokens: Rows x padded length per forward pass (None: 1,024 on a CPU, 8,192 on an accelerator).
     """
 
-    def __init__(self, name: str, text: str = "document", batch_tokens: int | None = None) -> None:
-        super().__init__(name)
-        self.text = text
-        self.batch_tokens = None if batch_tokens is None else int(batch_tokens)
+    text: str = "document"
+    batch_tokens: int | None = field(default=None, metadata=RUNTIME)
 
-    def params(self) -> dict:
-        """Name and text mode (the batch size does not change scores)."""
-        return {"name": self.name, "text": self.text}
+    def __post_init__(self) -> None:
+        check_text_mode(self.text)
 
     def sample_score(self, stats: TokenStats, text: str) -> float:
         """One sample's score, higher = more likely a member."""

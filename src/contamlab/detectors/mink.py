@@ -7,6 +7,7 @@ tokens. Default k = 20%.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,21 +36,20 @@ def check_k(k: float) -> float:
     return float(k)
 
 
+@dataclass(frozen=True)
 class MinKDetector(MembershipDetector):
     """Min-K% Prob.
 
-    Args:
+    Attributes:
         k: Fraction of the lowest-probability tokens averaged.
-        **kwargs: See :class:`MembershipDetector`.
     """
 
-    def __init__(self, name: str, k: float = 0.2, **kwargs) -> None:
-        super().__init__(name, **kwargs)
-        self.k = check_k(k)
+    name: str = "mink"
+    k: float = 0.2
 
-    def params(self) -> dict:
-        """Name, text mode and k."""
-        return {**super().params(), "k": self.k}
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_k(self.k)
 
     def sample_score(self, stats: TokenStats, text: str) -> float:
         """Mean of the lowest k-fraction of token log-probs."""

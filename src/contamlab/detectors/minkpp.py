@@ -7,6 +7,8 @@ the score is the mean of the lowest ``max(1, floor(k·T))`` values of z. Default
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from contamlab.detectors.mink import MinKDetector, lowest_k_mean
@@ -19,8 +21,11 @@ def minkpp_score(logprobs: np.ndarray, mu: np.ndarray, sigma: np.ndarray, k: flo
     return lowest_k_mean(z, k)
 
 
+@dataclass(frozen=True)
 class MinKPPDetector(MinKDetector):
     """Min-K%++: Min-K% on standardised token log-probs (``k``: the fraction of the lowest ones averaged)."""
+
+    name: str = "minkpp"
 
     def sample_score(self, stats: TokenStats, text: str) -> float:
         """Mean of the lowest k-fraction of standardised token log-probs."""

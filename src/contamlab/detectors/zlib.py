@@ -7,6 +7,7 @@ likelier than its compressibility suggests is more likely memorised.
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,8 +26,11 @@ def zlib_score(logprobs: np.ndarray, text: str) -> float:
     return -nll / zlib_entropy(text)
 
 
+@dataclass(frozen=True)
 class ZlibDetector(MembershipDetector):
     """The Zlib baseline: NLL normalised by the zlib entropy of the text."""
+
+    name: str = "zlib"
 
     def sample_score(self, stats: TokenStats, text: str) -> float:
         """-NLL / Z of the text."""

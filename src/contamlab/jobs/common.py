@@ -23,7 +23,7 @@ def model_store(cfg: DictConfig) -> ModelStore:
     """The model store of a train or evaluate config (``model``, ``finetune``, ``base``, ``seed``, ``paths``)."""
     return ModelStore(
         models_dir=str(cfg.paths.models_dir),
-        model=_plain(cfg.model),
+        model=build(cfg.model, "model"),
         seed=int(cfg.seed),
         finetune=_plain(cfg.get("finetune")),
         base=_plain(cfg.get("base")),

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from contamlab.config import build
 from contamlab.data.domain import Domain
 from contamlab.decoding.pipeline import sample_model
 from contamlab.decoding.strategy import Strategy
@@ -29,9 +30,8 @@ from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text, content_hash
 from contamlab.jobs.common import model_store, sampling_setup
-from contamlab.jobs.tracking import wandb_run
-from contamlab.metrics.roc import roc_metrics
-from contamlab.models.store import ModelStore
+from contamlab.metrics.roc import auroc_interval, roc_metrics, roc_points
+from contamlab.models.store import TRAINING_TEXTS, ModelStore, read_training_texts
 
 log = logging.getLogger("contamlab")
 DETECT_VERSION = 1
@@ -61,6 +61,26 @@ def _role(stage: str) -> str:
     return CLEAN if stage == "clean" else strategy_role("identity")
 
 
+def _lineage(store: ModelStore, domain: Domain, source: str) -> dict[str, list[str]] | None:
+    """The recorded training texts of the simulated model at ``source`` and its parent stages (None: not ours)."""
+    for which in STAGES:
+        stages = store.lineage(domain, which)
+        if stages and str(stages[-1][1]) == source:
+            break
+    else:
+        return None
+    out = {}
+    for stage, path in stages:
+        texts = read_training_texts(path)
+        if texts is None:
+            raise ContamlabError(
+                f"{path} has no record of its training texts ({TRAINING_TEXTS}); re-run the train.py command "
+                "that trained it (it writes the record of a finished stage without retraining)"
+            )
+        out[stage] = texts
+    return out
+
+
 def _context(
     cfg: DictConfig, store: ModelStore, domain: Domain, source: str, role: str, progress: bool
 ) -> DetectionContext:
@@ -75,6 +95,7 @@ def _context(
         cache_dir=str(Path(cfg.paths.cache_dir) / "detect") if cfg.paths.get("cache_dir") else None,
         model_key=store.identity(source),
         samples=lambda: sample_model(sampling_setup(cfg), store, domain, source, Strategy(), role, progress),
+        lineage=lambda: _lineage(store, domain, source),
         progress=progress,
     )
 
@@ -132,8 +153,11 @@ def run_detection(
         output, wall, cached = score_model(cfg, domain, detector, source, stage, progress)
         outputs[stage] = output
         entry = roc_metrics(output.scores, leaked)
+        interval = auroc_interval(output.scores, leaked, seed=int(cfg.seed))
         entry.update(
             {
+                "auroc_ci": list(interval) if interval else None,
+                "roc": roc_points(output.scores, leaked),
                 "source": source,
                 "dataset_score": output.dataset_score,
                 "extra": output.extra,
@@ -155,6 +179,8 @@ def run_detection(
             wall,
             ", cached" if cached else "",
         )
+    if getattr(detector, "compares_models", False):
+        results["comparison"] = _compare(cfg, domain, detector, outputs, progress)
     results["counts"] = {
         "questions": len(domain.test),
         "leaked": int(leaked.sum()),
@@ -170,6 +196,37 @@ def run_detection(
     _write_csv(out_dir / "detection_per_question.csv", domain, leaked, outputs)
     _log_wandb(cfg, detector, results, out_dir)
     return results
+
+
+def _compare(
+    cfg: DictConfig, domain: Domain, detector: Detector, outputs: dict[str, DetectorOutput], progress: bool
+) -> dict[str, Any]:
+    """A model-comparison detector's test (ConStat): the contaminated model against the clean one and any others.
+
+    The simulation's truth rides along: the clean model's own score on the original benchmark, which an estimate of
+    the contaminated model's uncontaminated score should cover.
+    """
+    references = [outputs["clean"]]
+    for source in getattr(detector, "references", []):
+        references.append(score_model(cfg, domain, detector, str(source), "clean", progress)[0])
+    out = detector.compare(outputs["contaminated"], references)
+    truth = outputs["clean"].extra.get("score_original")
+    low, high = out["estimated_clean_ci"]
+    out["truth_clean_score"] = truth
+    out["covers_truth"] = None if truth is None else bool(low <= truth <= high)
+    log.info(
+        "%s: contaminated %.3f on D, estimated uncontaminated %.3f [%.3f, %.3f] (clean model's truth %s), "
+        "effect %.3f, p = %.4f",
+        detector.name,
+        out["score_original"],
+        out["estimated_clean"],
+        low,
+        high,
+        _fmt(truth),
+        out["effect"],
+        out["p_value"],
+    )
+    return out
 
 
 def _nanmean(values: np.ndarray) -> float | None:
@@ -205,7 +262,8 @@ def _write_csv(path: Path, domain: Domain, leaked: np.ndarray, outputs: dict[str
 
 def _log_wandb(cfg: DictConfig, detector: Detector, results: dict[str, Any], out_dir: Path) -> None:
     group = f"detect-{cfg.model.name}-{cfg.domain.name}"
-    with wandb_run(cfg, out_dir, group, f"detect-{detector.name}") as run:
+    config = lambda: OmegaConf.to_container(cfg, resolve=True)  # noqa: E731
+    with build(cfg.logger, "logger").run(out_dir, group, f"detect-{detector.name}", config) as run:
         if run is None:
             return
         import pandas as pd

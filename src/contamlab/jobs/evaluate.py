@@ -26,7 +26,7 @@ from contamlab.decoding.streams import CLEAN, CLEAN_2, readout_seed, strategy_ro
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text
 from contamlab.jobs.common import common_noise, model_store, sampling_setup
-from contamlab.jobs.tracking import wandb_run
+from contamlab.jobs.metadata import run_metadata
 from contamlab.metrics import bin_index, compute_metrics, per_bin_table, question_readouts
 
 log = logging.getLogger("contamlab")
@@ -96,8 +96,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         },
         "timings": {"clean": t_clean, "contaminated": t_cont, "wall_s": time.perf_counter() - started},
     }
+    phases = {"sampling": round(time.perf_counter() - started, 3)}
     analysis = cfg.get("analysis") or {}
     clean_2 = None
+    mark = time.perf_counter()
     if analysis.get("floor", True) or analysis.get("stability", False):
         _, clean_2, _ = sample_model(setup, store, domain, clean_src, Strategy(), CLEAN_2, progress)
         results["sampling"]["streams"][CLEAN_2] = stream_seed(seed, CLEAN_2, shared)
@@ -108,9 +110,15 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             "metrics": _metrics(cfg, r_c2, r_cl, r01_c2, r01_cl, clean_bins, leaked),
             "per_bin": per_bin_table(r_c2, r_cl, int(cfg.metric.bins), clean_bins),
         }
+    phases["floor"], mark = round(time.perf_counter() - mark, 3), time.perf_counter()
     if detector is not None:
         results["detection"] = _detect(cfg, domain, detector, out_dir, progress)
+        phases["detection"], mark = round(time.perf_counter() - mark, 3), time.perf_counter()
     figures = _analyses(cfg, store, domain, results, clean_greedy, clean, clean_2, cont, leaked, out_dir, progress)
+    phases["analyses"] = round(time.perf_counter() - mark, 3)
+    results["timings"]["phases"] = phases
+    results["timings"]["wall_s"] = time.perf_counter() - started
+    results["run"] = run_metadata()
     atomic_write_json(out_dir / "results.json", results)
     domain.split.save(out_dir / "split.json")
     _write_per_question(out_dir / "per_question.csv", domain, leaked, clean_bins, clean, cont, r01_cl, r01_co)
@@ -207,7 +215,8 @@ def _analyses(
 
 def _log_wandb(cfg, results, out_dir, figures=None) -> None:
     run_group = f"eval-{cfg.model.name}-{cfg.domain.name}"
-    with wandb_run(cfg, out_dir, run_group, str(cfg.strategy.name)) as run:
+    config = lambda: OmegaConf.to_container(cfg, resolve=True)  # noqa: E731
+    with build(cfg.logger, "logger").run(out_dir, run_group, str(cfg.strategy.name), config) as run:
         if run is None:
             return
         import pandas as pd
@@ -244,6 +253,7 @@ def _run_detection_only(cfg: DictConfig, domain: Domain, detector: Any) -> dict[
         "models": {stage: model_store(cfg).model_source(domain, stage) for stage in ("clean", "contaminated")},
         "detection": _detect(cfg, domain, detector, out_dir, bool(cfg.get("progress", True))),
         "timings": {"wall_s": time.perf_counter() - started},
+        "run": run_metadata(),
     }
     atomic_write_json(out_dir / "results.json", results)
     domain.split.save(out_dir / "split.json")

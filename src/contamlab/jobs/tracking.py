@@ -1,45 +1,111 @@
-"""The W&B run of one evaluate.py job: offline unless ``WANDB_MODE`` / ``logger.wandb.mode`` says otherwise.
+"""Where a job's metrics go: the ``logger`` group, built through its ``_target_`` into a :class:`Tracking`.
 
-Both the restoration metrics (:mod:`contamlab.jobs.evaluate`) and detection (:mod:`contamlab.jobs.detect`) log
-through it, so every job's run is configured, grouped and finished the same way.
+A CSV log is always written next to the run; W&B is added when ``logger=wandb`` (offline unless ``WANDB_MODE`` /
+``logger.wandb.mode`` says otherwise). Training (Lightning loggers), restoration metrics
+(:mod:`contamlab.jobs.evaluate`) and detection (:mod:`contamlab.jobs.detect`) all log through it, so every job's run
+is configured, grouped and finished the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
 
+@dataclass(frozen=True)
+class Tracking:
+    """The logger config.
 
-@contextmanager
-def wandb_run(cfg: DictConfig, out_dir: Path, group: str, name: str) -> Iterator[Any]:
-    """A W&B run (None when ``logger=csv`` or the mode is disabled), always finished on exit.
-
-    Args:
-        cfg: The job's config (its ``logger.wandb`` node; the whole config is logged).
-        out_dir: Where the run's files go.
-        group: The run group when ``logger.wandb.group`` is not set.
-        name: The run's name.
+    Attributes:
+        wandb: ``project``, ``entity``, ``group`` and ``mode`` of the W&B runs; None for CSV only.
+        csv: Write the CSV log (always on; kept as a field so the YAML says so).
     """
-    wandb_cfg = cfg.logger.get("wandb")
-    if not wandb_cfg or wandb_cfg.get("mode") == "disabled":
-        yield None
-        return
-    import wandb
 
-    run = wandb.init(
-        project=wandb_cfg.project,
-        entity=wandb_cfg.get("entity"),
-        mode=wandb_cfg.mode,
-        group=wandb_cfg.get("group") or group,
-        name=name,
-        dir=str(out_dir),
-        config=OmegaConf.to_container(cfg, resolve=True),
-    )
-    try:
-        yield run
-    finally:
-        wandb.finish()
+    wandb: dict[str, Any] | None = None
+    csv: bool = True
+
+    @property
+    def uses_wandb(self) -> bool:
+        """Whether runs go to W&B (configured and not ``mode: disabled``)."""
+        return bool(self.wandb) and self.wandb.get("mode") != "disabled"
+
+    def _init_args(self, group: str, name: str, config: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        assert self.wandb is not None
+        return {
+            "project": self.wandb.get("project", "contamlab"),
+            "entity": self.wandb.get("entity"),
+            "group": self.wandb.get("group") or group,
+            "name": name,
+            "mode": self.wandb.get("mode", "offline"),
+            "config": config(),
+        }
+
+    @contextmanager
+    def run(self, out_dir: Path, group: str, name: str, config: Callable[[], dict[str, Any]]) -> Iterator[Any]:
+        """A W&B run (None without W&B), always finished on exit.
+
+        Args:
+            out_dir: Where the run's files go.
+            group: The run group when ``logger.wandb.group`` is not set.
+            name: The run's name.
+            config: Returns the job's resolved config (logged with the run; called only when W&B is on, since
+                resolving needs Hydra's runtime config).
+        """
+        if not self.uses_wandb:
+            yield None
+            return
+        import wandb
+
+        run = wandb.init(dir=str(out_dir), **self._init_args(group, name, config))
+        try:
+            yield run
+        finally:
+            wandb.finish()
+
+    def lightning_loggers(
+        self,
+        work: Path,
+        group: str,
+        name: str,
+        config: Callable[[], dict[str, Any]],
+        resume_step: int | None = None,
+        flush_every: int = 10,
+    ) -> list[Any]:
+        """The Lightning loggers of one training stage: the CSV log, plus W&B when configured.
+
+        Args:
+            work: The stage's work directory (the CSV goes to ``work/logs``).
+            group: The W&B group when ``logger.wandb.group`` is not set.
+            name: The run's name.
+            config: Returns the job's resolved config (called only when W&B is on).
+            resume_step: The checkpoint step a resumed run starts from (the CSV keeps only the rows before it).
+            flush_every: Flush the CSV every this many steps (as often as checkpoints, so a killed run loses no more
+                rows than steps).
+        """
+        from lightning.pytorch.loggers import CSVLogger, WandbLogger
+
+        from contamlab.training.checkpoints import ResumedCSVLogger
+
+        common = {"save_dir": str(work), "name": "logs", "version": "", "flush_logs_every_n_steps": flush_every}
+        loggers: list[Any] = [
+            CSVLogger(**common) if resume_step is None else ResumedCSVLogger(**common, keep_before=resume_step)
+        ]
+        if self.uses_wandb:
+            args = self._init_args(group, name, config)
+            if resume_step is not None:
+                args["name"] = f"{name} (resumed at step {resume_step})"
+            loggers.append(WandbLogger(save_dir=str(work), **args))
+        return loggers
+
+    @staticmethod
+    def finish(loggers: list[Any]) -> None:
+        """Close the W&B run a stage's Lightning loggers opened (the CSV needs nothing)."""
+        from lightning.pytorch.loggers import WandbLogger
+
+        if any(isinstance(logger, WandbLogger) for logger in loggers):
+            import wandb
+
+            wandb.finish()

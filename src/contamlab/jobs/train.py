@@ -20,18 +20,27 @@ from typing import Any
 
 import lightning as L
 from lightning.pytorch.callbacks import ModelCheckpoint
-from lightning.pytorch.loggers import CSVLogger, Logger, WandbLogger
 from omegaconf import DictConfig, OmegaConf
 
-from contamlab.config import build_domain, log, set_threads
+from contamlab.config import build, build_domain, log, set_threads
 from contamlab.data.domain import Domain
+from contamlab.data.general import Example
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, content_hash
 from contamlab.jobs.common import model_store
+from contamlab.jobs.metadata import run_metadata
 from contamlab.models import load_causal_lm, load_tokenizer
-from contamlab.models.store import DONE_MARKER, ModelStore, is_done, read_adapter
+from contamlab.models.store import (
+    DONE_MARKER,
+    TRAINING_TEXTS,
+    ModelStore,
+    is_done,
+    read_adapter,
+    read_training_texts,
+    write_training_texts,
+)
 from contamlab.training import corpus
-from contamlab.training.checkpoints import ResumedCSVLogger, checkpoint_step
+from contamlab.training.checkpoints import checkpoint_step
 from contamlab.training.datamodule import CausalLMDataModule, ExampleDataset, PackedDataset
 from contamlab.training.module import CausalLMModule
 from contamlab.training.progress import StageProgress
@@ -59,6 +68,9 @@ def run(cfg: DictConfig) -> dict[str, Path]:
         out[stage] = path
         if is_done(path):
             log.info("stage %s: done already at %s (skipped)", stage, path)
+            if read_training_texts(path) is None:  # trained before stages recorded their data: same config, same texts
+                write_training_texts(path, stage_texts(cfg, domain, stage))
+                log.info("stage %s: recorded its training texts (%s)", stage, TRAINING_TEXTS)
             continue
         log.info("stage %s: training into %s", stage, path)
         _set_threads(cfg, stage)
@@ -110,39 +122,21 @@ def _set_threads(cfg: DictConfig, stage: str) -> None:
     set_threads(threads or cfg.trainer.get("num_threads"))
 
 
-def _loggers(cfg: DictConfig, work: Path, name: str, resume_step: int | None = None) -> list[Logger]:
-    # Flush the CSV as often as checkpoints are written, so a killed run loses no more rows than steps.
-    flush = max(1, int(cfg.trainer.get("log_every_n_steps", 10)))
-    csv_logger = (
-        CSVLogger(save_dir=str(work), name="logs", version="", flush_logs_every_n_steps=flush)
-        if resume_step is None
-        else ResumedCSVLogger(
-            save_dir=str(work), name="logs", version="", flush_logs_every_n_steps=flush, keep_before=resume_step
-        )
-    )
-    loggers: list[Logger] = [csv_logger]
-    wandb_cfg = cfg.logger.get("wandb")
-    if wandb_cfg and wandb_cfg.get("mode") != "disabled":
-        loggers.append(
-            WandbLogger(
-                project=wandb_cfg.project,
-                entity=wandb_cfg.get("entity"),
-                group=wandb_cfg.get("group") or f"train-{cfg.model.name}-{cfg.domain.name}",
-                name=name if resume_step is None else f"{name} (resumed at step {resume_step})",
-                save_dir=str(work),
-                mode=wandb_cfg.mode,
-                config=OmegaConf.to_container(cfg, resolve=True),
-            )
-        )
-    return loggers
+def stage_corpus(cfg: DictConfig, domain: Domain, stage: str) -> list[str] | list[Example]:
+    """What a stage trains on: the base stage's documents, or the fine-tuning stages' prompt-response examples."""
+    seed = int(cfg.seed)
+    if stage == "base":
+        return corpus.base_documents(domain, int(cfg.base.get("paraphrase_n", 0)), seed)
+    ft = cfg.finetune
+    general = corpus.general_examples(domain, ft.general.source, int(ft.general.n), seed, cfg.paths.get("data_dir"))
+    if stage == "clean":
+        return corpus.clean_examples(domain, int(ft.clean_n_domain), general, seed)
+    return corpus.contaminated_examples(domain, domain.split, general)
 
 
-def _finish_wandb(loggers: list[Logger]) -> None:
-    for logger in loggers:
-        if isinstance(logger, WandbLogger):
-            import wandb
-
-            wandb.finish()
+def stage_texts(cfg: DictConfig, domain: Domain, stage: str) -> list[str]:
+    """The stage's training data as the texts the model read (prompt + response for an example)."""
+    return [x if isinstance(x, str) else x.prompt + x.response for x in stage_corpus(cfg, domain, stage)]
 
 
 def _prepare(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str) -> StageInputs:
@@ -152,7 +146,7 @@ def _prepare(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str) -> 
         from contamlab.models.tiny import build_tiny_model, train_tokenizer
 
         base = cfg.base
-        docs = corpus.base_documents(domain, int(base.get("paraphrase_n", 0)), seed)
+        docs = stage_corpus(cfg, domain, stage)
         vocab_texts = docs + corpus.base_documents(domain, len(domain.train), seed)
         tokenizer = train_tokenizer(vocab_texts, int(cfg.model.tokenizer.vocab_size))
         model = build_tiny_model(len(tokenizer), seed=seed, **cfg.model.arch)
@@ -169,13 +163,11 @@ def _prepare(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str) -> 
         return StageInputs(model, tokenizer, dataset, opt, int(base.batch), 1, float(base.grad_clip), True)
 
     ft = cfg.finetune
-    general = corpus.general_examples(domain, ft.general.source, int(ft.general.n), seed, cfg.paths.get("data_dir"))
+    examples = stage_corpus(cfg, domain, stage)
     if stage == "clean":
         parent = str(store.stage_dir(domain, "base")) if store.pretrain else store.base_source()
-        examples = corpus.clean_examples(domain, int(ft.clean_n_domain), general, seed)
     else:
         parent = str(store.stage_dir(domain, "clean"))
-        examples = corpus.contaminated_examples(domain, domain.split, general)
     if not Path(parent).is_dir() and stage == "contaminated":
         raise ContamlabError(f"clean model missing at {parent}; run train.py stage=clean first")
     tokenizer = load_tokenizer(parent)
@@ -264,7 +256,15 @@ def train_stage(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str, 
         resumed_from = str(resume)
         resume_step = int(checkpoint_step(resume))
         log.info("stage %s: resuming from %s (step %d)", stage, resume, resume_step)
-    loggers = _loggers(cfg, work, f"{cfg.model.name}-{domain.name}-{stage}", resume_step)
+    tracking = build(cfg.logger, "logger")
+    loggers = tracking.lightning_loggers(
+        work,
+        group=f"train-{cfg.model.name}-{cfg.domain.name}",
+        name=f"{cfg.model.name}-{domain.name}-{stage}",
+        config=lambda: OmegaConf.to_container(cfg, resolve=True),
+        resume_step=resume_step,
+        flush_every=max(1, int(cfg.trainer.get("log_every_n_steps", 10))),
+    )
     trainer = L.Trainer(
         accelerator=cfg.trainer.accelerator,
         devices=cfg.trainer.devices,
@@ -285,7 +285,7 @@ def train_stage(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str, 
     try:
         trainer.fit(module, datamodule=data, ckpt_path=str(resume) if resume.is_file() else None)
     finally:
-        _finish_wandb(loggers)
+        tracking.finish(loggers)
     if trainer.interrupted:
         where = f"from {resume}" if resume.is_file() else "(no checkpoint was written yet: it starts again)"
         raise ContamlabError(f"stage {stage} interrupted; re-run the same command to resume {where}")
@@ -301,6 +301,7 @@ def _save_stage(cfg, store, domain, stage, path, work, module, tokenizer, datase
     tokenizer.save_pretrained(work)
     if stage == "contaminated":
         domain.split.save(work / "split.json")
+    write_training_texts(work, stage_texts(cfg, domain, stage))
     shutil.rmtree(work / "checkpoints", ignore_errors=True)
     losses = module.losses
     n_tokens = dataset.rows.numel() if hasattr(dataset, "rows") else dataset.n_tokens()
@@ -322,6 +323,7 @@ def _save_stage(cfg, store, domain, stage, path, work, module, tokenizer, datase
         "loss_curve": losses[:: max(1, len(losses) // 100)],
         "precision": str(cfg.trainer.precision),
         "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        "run": run_metadata(),
     }
     atomic_write_json(work / DONE_MARKER, summary)
     if path.exists():

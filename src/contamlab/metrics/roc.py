@@ -1,8 +1,9 @@
-"""Detector evaluation: AUROC, TPR at 5% FPR and FPR at 95% TPR of per-question scores, seen (1) vs unseen (0).
+"""Detector evaluation: AUROC, TPR at 1% and 5% FPR and FPR at 95% TPR of per-question scores, seen (1) vs unseen (0).
 
 detection.md §3 (Min-K%++ / Shi et al. protocol): ``sklearn.metrics.roc_curve`` and ``auc`` with label 1 = member;
 TPR@FPR = the largest TPR among ROC points with FPR <= the bound; FPR@TPR = the smallest FPR among points with
-TPR >= the bound. Questions without a finite score are left out and counted.
+TPR >= the bound. Questions without a finite score are left out and counted. The AUROC interval is a stratified
+percentile bootstrap (members and non-members resampled separately, so every draw has both classes).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from scipy.stats import rankdata
 from sklearn.metrics import auc, roc_curve
 
 
@@ -20,8 +22,8 @@ def roc_metrics(
     """ROC summary of scores (higher = more likely seen) against labels (True = seen).
 
     Returns:
-        ``auroc``, ``tpr_at_5fpr``, ``fpr_at_95tpr`` (None when only one class has a score), ``n_scored``,
-        ``n_positive``, ``n_negative`` and ``n_unscored``.
+        ``auroc``, ``tpr_at_5fpr``, ``tpr_at_1fpr``, ``fpr_at_95tpr`` (None when only one class has a score),
+        ``n_scored``, ``n_positive``, ``n_negative`` and ``n_unscored``.
     """
     s = np.asarray(scores, dtype=float)
     y = np.asarray(labels, dtype=bool)
@@ -36,6 +38,7 @@ def roc_metrics(
         "n_unscored": int((~keep).sum()),
         "auroc": None,
         "tpr_at_5fpr": None,
+        "tpr_at_1fpr": None,
         "fpr_at_95tpr": None,
     }
     if y.all() or not y.any():
@@ -43,5 +46,52 @@ def roc_metrics(
     fpr, tpr, _ = roc_curve(y.astype(int), s)
     out["auroc"] = float(auc(fpr, tpr))
     out["tpr_at_5fpr"] = float(tpr[fpr <= fpr_bound].max())
+    out["tpr_at_1fpr"] = float(tpr[fpr <= 0.01].max())
     out["fpr_at_95tpr"] = float(fpr[tpr >= tpr_bound].min())
     return out
+
+
+def roc_points(scores: Sequence[float], labels: Sequence[bool]) -> dict[str, list[float]] | None:
+    """The ROC curve (``fpr``, ``tpr`` from ``sklearn.metrics.roc_curve``) of the finite scores; None with one class."""
+    s = np.asarray(scores, dtype=float)
+    y = np.asarray(labels, dtype=bool)
+    keep = np.isfinite(s)
+    s, y = s[keep], y[keep]
+    if y.all() or not y.any():
+        return None
+    fpr, tpr, _ = roc_curve(y.astype(int), s)
+    return {"fpr": [round(float(v), 5) for v in fpr], "tpr": [round(float(v), 5) for v in tpr]}
+
+
+def auroc_interval(
+    scores: Sequence[float], labels: Sequence[bool], n_boot: int = 1000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of the AUROC, resampling members and non-members separately.
+
+    Args:
+        scores: Per-question scores (higher = more likely seen); non-finite ones are left out.
+        labels: True = seen.
+        n_boot: Bootstrap draws.
+        confidence: Coverage of the interval.
+        seed: Seed of the draws.
+
+    Returns:
+        ``(low, high)``, or None when a class has no scored question.
+    """
+    s = np.asarray(scores, dtype=float)
+    y = np.asarray(labels, dtype=bool)
+    keep = np.isfinite(s)
+    pos, neg = s[keep & y], s[keep & ~y]
+    if not pos.size or not neg.size or n_boot < 1:
+        return None
+    rng = np.random.default_rng(seed)
+    p = pos[rng.integers(0, pos.size, (n_boot, pos.size))]  # [B, P]
+    n = neg[rng.integers(0, neg.size, (n_boot, neg.size))]  # [B, N]
+    # AUROC = P(score_pos > score_neg) + 0.5 P(tie), by ranks of each draw (the Mann-Whitney U statistic).
+    both = np.concatenate([p, n], axis=1)  # [B, P + N]
+    ranks = rankdata(both, axis=-1)  # [B, P + N]: 1-based, ties share their average rank
+    u = ranks[:, : pos.size].sum(axis=1) - pos.size * (pos.size + 1) / 2  # [B]
+    aucs = u / (pos.size * neg.size)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(aucs, [alpha, 1 - alpha])
+    return float(low), float(high)

@@ -11,7 +11,7 @@ config; nothing below them reads it.
 from __future__ import annotations
 
 import hashlib
-import os
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,11 +20,24 @@ from contamlab.data.domain import LEAK_FIELDS, Domain
 from contamlab.errors import ContamlabError
 from contamlab.io import content_hash
 from contamlab.models.loading import Adapter, load_causal_lm, load_tokenizer, read_adapter
+from contamlab.models.spec import ModelSpec
 
-__all__ = ["Adapter", "ModelStore", "base_source", "is_done", "model_identity", "read_adapter"]
+__all__ = [
+    "Adapter",
+    "ModelSpec",
+    "ModelStore",
+    "is_done",
+    "model_identity",
+    "read_adapter",
+    "read_training_texts",
+    "write_training_texts",
+]
 
 STAGES = ("base", "clean", "contaminated")
 DONE_MARKER = "train_summary.json"
+#: The texts a stage trained on, one JSON object (``{"text": …}``) per line, written by train.py: the ground truth the
+#: corpus-side detectors read (n-gram overlap, DC-PDD's frequencies).
+TRAINING_TEXTS = "training_texts.jsonl"
 # Bump when the training code changes in a way that changes its output for the same config.
 TRAIN_CODE_VERSION = 2
 
@@ -66,25 +79,26 @@ def model_identity(
     return identity
 
 
-def base_source(model: dict[str, Any], cache_dir: str | Path) -> str:
-    """The pretrained base a non-tiny model fine-tunes from: a hub id / path, or the converted SmolLM2 dir."""
-    kind = model["kind"]
-    if kind == "hf":
-        if not model.get("source"):
-            raise ContamlabError(f"model={model['name']}: set model.source to a hub id or a local directory")
-        return str(model["source"])
-    if kind == "smollm2":
-        from contamlab.models.smollm2 import converted_dir
-
-        return str(converted_dir(Path(cache_dir) / "smollm2"))
-    if kind == "tiny":
-        raise ContamlabError("model=tiny has no pretrained base; train.py builds it in the base stage")
-    raise ContamlabError(f"model.kind={kind!r}: use hf, smollm2 or tiny")
-
-
 def is_done(path: Path) -> bool:
     """Whether a stage directory holds a finished model (its summary is written last)."""
     return (path / DONE_MARKER).is_file()
+
+
+def write_training_texts(path: Path, texts: list[str]) -> None:
+    """Record a stage's training texts in ``path / TRAINING_TEXTS`` (atomically)."""
+    from contamlab.io import atomic_write_text
+
+    atomic_write_text(path / TRAINING_TEXTS, "".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts))
+
+
+def read_training_texts(path: Path) -> list[str] | None:
+    """A stage's recorded training texts, or None when the stage has no record."""
+    file = Path(path) / TRAINING_TEXTS
+    if not file.is_file():
+        return None
+    from contamlab.data.jsonl import read_jsonl
+
+    return [str(r["text"]) for r in read_jsonl(file, required=("text",))]
 
 
 def _family_key(domain: Domain) -> dict:
@@ -98,7 +112,7 @@ class ModelStore:
 
     Attributes:
         models_dir: Root of the store (``paths.models_dir``).
-        model: The resolved ``model`` config node as a plain dict.
+        model: The model's spec (the ``model`` group, built through its ``_target_``).
         seed: The run's seed (part of every stage key).
         finetune: The resolved ``finetune`` recipe (clean and contaminated stages).
         base: The resolved ``base`` recipe (tiny models' base stage); None for pretrained models.
@@ -107,7 +121,7 @@ class ModelStore:
     """
 
     models_dir: str
-    model: dict[str, Any]
+    model: ModelSpec
     seed: int
     finetune: dict[str, Any] | None = None
     base: dict[str, Any] | None = None
@@ -117,27 +131,27 @@ class ModelStore:
     @property
     def name(self) -> str:
         """The model's name (``model.name``)."""
-        return str(self.model["name"])
+        return self.model.name
 
     @property
     def dtype(self) -> str:
         """The dtype models are loaded in for inference."""
-        return self.model.get("dtype")
+        return self.model.dtype
 
     @property
     def revision(self) -> str | None:
         """The hub revision."""
-        return self.model.get("revision")
+        return self.model.revision
 
     @property
     def trust_remote_code(self) -> bool:
         """Whether code from the model repository may run."""
-        return bool(self.model.get("trust_remote_code"))
+        return self.model.trust_remote_code
 
     @property
     def pretrain(self) -> bool:
         """Whether the model needs the base stage (the tiny world's from-scratch pre-training)."""
-        return bool(self.model.get("pretrain", False))
+        return self.model.pretrain
 
     def identity(self, source: str) -> dict[str, Any]:
         """:func:`model_identity` of ``source`` under this config's revision and dtype."""
@@ -152,17 +166,15 @@ class ModelStore:
         return load_tokenizer(source, self.trust_remote_code)
 
     def base_source(self) -> str:
-        """The pretrained base a non-tiny model fine-tunes from (:func:`base_source`)."""
-        return base_source(self.model, self.cache_dir or "")
+        """The pretrained base a non-tiny model fine-tunes from (:meth:`ModelSpec.base_source`)."""
+        return self.model.base_source(self.cache_dir or "")
 
     def needed_stages(self) -> list[str]:
         """The stages this model needs, in order (a hub or packaged model has no base stage)."""
         return list(STAGES) if self.pretrain else list(STAGES[1:])
 
     def _model_key(self) -> dict:
-        # Where the user's own pair lives, and how it is batched and drawn from when sampled, do not change how the
-        # simulated ones are trained.
-        return {k: v for k, v in self.model.items() if k not in ("clean", "contaminated", "batch_rows", "draw")}
+        return self.model.key()
 
     def _finetune_key(self) -> dict:
         recipe = dict(self.finetune or {})
@@ -217,13 +229,20 @@ class ModelStore:
         """
         if which not in ("clean", "contaminated"):
             raise ValueError(which)
-        own = self.model.get(which)
+        own = getattr(self.model, which)
         if own:
             return str(own)
         path = self.stage_dir(domain, which)
         if not is_done(path):
             raise ContamlabError(self.missing_model_message(domain, which, path))
         return str(path)
+
+    def lineage(self, domain: Domain, which: str) -> list[tuple[str, Path]] | None:
+        """The stage directories a simulated ``which`` model descends from, itself last; None for the user's own."""
+        if getattr(self.model, which):
+            return None
+        stages = self.needed_stages()
+        return [(stage, self.stage_dir(domain, stage)) for stage in stages[: stages.index(which) + 1]]
 
     def base_model_source(self, domain: Domain) -> str:
         """M_base: the tiny world's ``base`` stage, or the pretrained model a hub / packaged model fine-tunes from."""
@@ -244,28 +263,5 @@ class ModelStore:
         hub or a local copy; a GPU at the paper's sizes) and what runs offline on a CPU instead.
         """
         option = self.option or self.name
-        kind = str(self.model.get("kind", "hf"))
         head = f"no {which} model for model={option} domain={domain.name} (looked in {path})"
-        if kind == "tiny":
-            return (
-                f"{head}; train it first with `python train.py model={option} domain={domain.name}` (repeat any "
-                f"model., base., finetune. or domain. overrides), or set model.{which}=<hub id or path>"
-            )
-        # Hub and packaged models fine-tune on GSM8K or PQ; arith is the tiny offline world's synthetic domain.
-        train_domain = domain.name if domain.family != "arith" else "gsm8k"
-        own_pair = "model.clean=<hub id or path> model.contaminated=<hub id or path>"
-        if kind == "smollm2":
-            return (
-                f"{head}. Train it with `python train.py model={option} domain={train_domain}` (LoRA, ~6 s a step on "
-                f"a CPU) and evaluate with domain={train_domain}, or evaluate a pair of your own with {own_pair} "
-                "(`make smollm2-run` uses the packaged model as both)"
-            )
-        offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
-        return (
-            f"{head}. model={option} ({self.model.get('source')}) needs the hub or a local copy (model.source=<dir>"
-            f"{'; HF_HUB_OFFLINE is set here' if offline else ''}) and a GPU at the paper's sizes: "
-            f"`python train.py model={option} domain={train_domain} trainer=gpu`, then evaluate with "
-            f"domain={train_domain}; or evaluate a pair of your own with {own_pair}. Offline on a CPU instead: "
-            "`python train.py` then `python evaluate.py -m strategy=railcap,lne,ted` (model=tiny), or model=smollm2 "
-            "domain=gsm8k with model.clean= and model.contaminated= set (`make smollm2-run`)"
-        )
+        return self.model.missing_hint(head, which, option, domain)

