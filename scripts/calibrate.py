@@ -3,10 +3,25 @@
     python scripts/calibrate.py                      # model=tiny, domains arith and arith_pq
     python scripts/calibrate.py --m 16 --domains arith model.arch.hidden_size=128   # + train-config overrides
 
-Targets: the clean model's greedy accuracy in [0.25, 0.75]; its solve probabilities (m >= 16, tau 0.7) occupy at least
-5 of 10 equal-width bins with >= 5% of questions each; the contaminated model beats the clean one on leaked questions
-by >= 0.3 in mean solve probability and differs by < 0.1 on unleaked ones. Prints the numbers and writes
-outputs/calibration/<model>-<domain>-seed<seed>.json. Exit status 1 when a target is missed.
+Targets (a): the clean model's greedy accuracy in [0.25, 0.75]; its solve probabilities (m >= 16, tau 0.7) occupy at
+least 5 of 10 equal-width bins with >= 5% of questions each; the contaminated model beats the clean one on leaked
+questions by >= 0.3 in mean solve probability and differs by < 0.1 on unleaked ones.
+
+World diagnostics (``--diagnostics``, on by default; properties of real LMs the methods rely on, analysis/world.py):
+(b) CoDeC in its default configuration: the clean model's dataset score in [0.3, 0.6], and the contaminated model's
+score on the leaked half >= 0.15 above the clean model's; (c) sample variety: on questions the clean model solves with
+r̂ >= 0.5, the median share of distinct texts among its correct samples >= 0.8; (d) runner-up survival of the clean
+model (10 random steps per greedy-correct question, forced runner-up, greedy continuation) >= 0.75; (e) Figure 1:
+leaked samples closer to their greedy trajectory than unleaked ones (ROUGE-L difference interval above 0), and the
+runner-up share over the first ten steps (reported).
+
+    python scripts/calibrate.py --reference --max-questions 400 model=smollm2 domain=gsm8k
+
+measures (d) on a real model instead: the packaged SmolLM2 with the 8-shot prompt, on the questions it solves
+greedily among the first 400 (no target; the README shows it beside the world's).
+
+Prints the numbers and writes outputs/calibration/<model>-<domain>-seed<seed>.json. Exit status 1 when a target is
+missed.
 """
 
 from __future__ import annotations
@@ -27,15 +42,154 @@ from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json
 from contamlab.jobs.common import model_store, sampling_setup
 
+RUNNER_UP_TARGET = 0.75
+VARIETY_TARGET = 0.8
+
+
+def _sampler(cfg, domain, source: str):
+    store = model_store(cfg)
+    model, tokenizer = store.load(source), store.load_tokenizer(source)
+    return sampling_setup(cfg).factory(
+        model, tokenizer, stop=domain.format.stop, max_new_tokens=int(cfg.max_new_tokens)
+    )
+
+
+def runner_up(cfg, domain, source: str, greedy) -> dict:
+    """(d) on one model (its cached greedy responses)."""
+    from contamlab.analysis.world import runner_up_survival
+
+    return runner_up_survival(_sampler(cfg, domain, source), domain, domain.test, greedy, seed=int(cfg.seed))
+
+
+def codec_scores(cfg, domain, source: str, stage: str) -> np.ndarray:
+    """(b): per-question CoDeC Δ of one model in the detector's default configuration (cached like evaluate.py's)."""
+    from contamlab.config import build
+    from contamlab.jobs.detect import score_model
+
+    detector = build(compose("evaluate", ["detector=codec"]).detector, "detector")
+    output, _, _ = score_model(cfg, domain, detector, source, stage, progress=False)
+    return np.asarray(output.scores, dtype=float)
+
+
+def figure1_stats(cfg, domain, clean_greedy, contaminated_samples, source: str, leaked) -> dict:
+    """(e): ROUGE-L of the contaminated model's samples to its greedy path, leaked vs unleaked, and the runner-up
+    share of the clean greedy token over the first ten steps (Figure 1, as evaluate.py's analysis.figure1)."""
+    from contamlab.analysis import diagnostics
+    from contamlab.decoding.sampler import encode_prompts
+
+    store = model_store(cfg)
+    model, tokenizer = store.load(source), store.load_tokenizer(source)
+    prompts = encode_prompts(tokenizer, [domain.prompt(q) for q in domain.test])
+    ranks = diagnostics.divergence_ranks(
+        model, prompts, [g.greedy_ids for g in clean_greedy], 10, pad_id=int(tokenizer.pad_token_id or 0)
+    )
+    return diagnostics.figure1_summary(diagnostics.rouge_to_greedy(contaminated_samples), ranks, leaked)
+
+
+def world_diagnostics(cfg, domain, leaked, clean_src, cont_src, clean_run, cont_run) -> tuple[dict, dict]:
+    """(b)-(e) and their pass/fail checks."""
+    from contamlab.analysis.world import sample_variety
+
+    clean_greedy, clean_samples = clean_run
+    _, cont_samples = cont_run
+    d_clean = codec_scores(cfg, domain, clean_src, "clean")
+    d_cont = codec_scores(cfg, domain, cont_src, "contaminated")
+
+    def share(d, mask):
+        d = d[mask & np.isfinite(d)]
+        return float((d > 0).mean()) if d.size else float("nan")
+
+    everyone = np.ones_like(leaked)
+    codec = {
+        "clean_dataset_score": share(d_clean, everyone),
+        "contaminated_dataset_score": share(d_cont, everyone),
+        "clean_leaked_half": share(d_clean, leaked),
+        "contaminated_leaked_half": share(d_cont, leaked),
+    }
+    variety = sample_variety(clean_samples)
+    survival = runner_up(cfg, domain, clean_src, clean_greedy)
+    fig1 = figure1_stats(cfg, domain, clean_greedy, cont_samples, cont_src, leaked)
+    diff_ci = fig1.get("rouge_l_diff_ci", [float("nan"), float("nan")])
+    out = {
+        "codec": codec,
+        "sample_variety": {k: v for k, v in variety.items() if k != "shares"},
+        "runner_up_survival": {k: v for k, v in survival.items() if k != "per_question"},
+        "figure1": fig1,
+    }
+    checks = {
+        "(b) CoDeC clean dataset score in [0.3, 0.6]": 0.3 <= codec["clean_dataset_score"] <= 0.6,
+        "(b) CoDeC leaked half: contaminated - clean >= 0.15": codec["contaminated_leaked_half"]
+        - codec["clean_leaked_half"]
+        >= 0.15,
+        f"(c) sample variety: median distinct share >= {VARIETY_TARGET}": variety["median_distinct_share"]
+        >= VARIETY_TARGET,
+        f"(d) runner-up survival >= {RUNNER_UP_TARGET}": survival["survival"] >= RUNNER_UP_TARGET,
+        "(e) leaked samples closer to greedy than unleaked (ROUGE-L diff > 0)": diff_ci[0] > 0,
+    }
+    return out, checks
+
+
+def print_diagnostics(diag: dict) -> None:
+    c, v, r, f = diag["codec"], diag["sample_variety"], diag["runner_up_survival"], diag["figure1"]
+    print(
+        f"(b) CoDeC dataset score     clean {c['clean_dataset_score']:.3f}  contaminated "
+        f"{c['contaminated_dataset_score']:.3f}; leaked half clean {c['clean_leaked_half']:.3f} / contaminated "
+        f"{c['contaminated_leaked_half']:.3f}"
+    )
+    print(f"(c) sample variety          median distinct share {v['median_distinct_share']:.3f} ({v['questions']} q)")
+    print(
+        f"(d) runner-up survival      {r['survival']:.3f} ({r['correct_branches']} of {r['branches']} branches, "
+        f"{r['questions']} greedy-correct q)"
+    )
+    lk, ul = f["leaked"], f["unleaked"]
+    print(
+        f"(e) Figure 1                ROUGE-L leaked {lk['rouge_l_mean']:.3f} vs unleaked {ul['rouge_l_mean']:.3f} "
+        f"(diff CI {f.get('rouge_l_diff_ci')}); runner-up share, first ten steps: leaked {lk['rank2_share']:.2f} of "
+        f"{lk['divergence_steps']}, unleaked {ul['rank2_share']:.2f} of {ul['divergence_steps']}"
+    )
+
+
+def reference_run(args) -> int:
+    """(d) on a real model: the packaged / pretrained base of ``model=`` on the first ``--max-questions``."""
+    cfg = compose("evaluate", [*args.overrides])
+    domain = build_domain(cfg.domain)
+    questions = domain.test[: args.max_questions]
+    store = model_store(cfg)
+    source = cfg.model.clean or store.base_source()
+    sampler = _sampler(cfg, domain, source)
+    from contamlab.analysis.world import runner_up_survival
+    from contamlab.decoding.pipeline import greedy_set
+
+    greedy = greedy_set(sampler, domain, questions, store.identity(source), str(Path(cfg.paths.cache_dir) / "samples"))
+    survival = runner_up_survival(sampler, domain, questions, greedy, seed=int(cfg.seed), progress=True)
+    report = {
+        "model": str(cfg.model.name),
+        "domain": domain.name,
+        "source": source,
+        "questions": len(questions),
+        "greedy_accuracy": float(np.mean([g.greedy_correct for g in greedy])),
+        "runner_up_survival": {k: v for k, v in survival.items() if k != "per_question"},
+    }
+    path = Path(cfg.paths.root_dir) / "outputs" / "calibration" / f"reference-{cfg.model.name}-{domain.name}.json"
+    atomic_write_json(path, json.loads(json.dumps(report, default=float)))
+    print(f"\n== reference: model={cfg.model.name} domain={domain.name}, first {len(questions)} questions ==")
+    print(f"greedy accuracy             {report['greedy_accuracy']:.3f}")
+    r = report["runner_up_survival"]
+    print(f"(d) runner-up survival      {r['survival']:.3f} ({r['correct_branches']} of {r['branches']} branches)")
+    print(f"written {path}")
+    return 0
+
 
 def evaluate(cfg, domain, source: str, role: str):
-    """Greedy correctness, solve probabilities (m samples, identity) and wall time of one model: evaluate.py's
-    cached sampling from the same random stream (``role``), so `python evaluate.py` later reuses these samples."""
+    """Greedy correctness, solve probabilities (m samples, identity), wall time and the raw (greedy, samples) of one
+    model: evaluate.py's cached sampling from the same random stream (``role``), so `python evaluate.py` later reuses
+    these samples."""
     greedy, samples, timing = sample_model(sampling_setup(cfg), model_store(cfg), domain, source, Strategy(), role)
     return (
         np.array([g.greedy_correct for g in greedy], dtype=float),
         np.array([s.solve_probability() for s in samples]),
         timing["wall_s"],
+        (greedy, samples),
     )
 
 
@@ -46,9 +200,16 @@ def main() -> int:
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--max-new-tokens", type=int, default=None, help="default: the domain's budget, as evaluate.py")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--diagnostics", action=argparse.BooleanOptionalAction, default=True, help="world diagnostics (b)-(e)"
+    )
+    parser.add_argument("--reference", action="store_true", help="(d) on a pretrained model (see above)")
+    parser.add_argument("--max-questions", type=int, default=400, help="--reference: the first N test questions")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of the evaluate config, e.g. model=tiny")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.reference:
+        return reference_run(args)
     ok = True
     clean_cache: dict[str, tuple] = {}
     for name in args.domains.split(","):
@@ -62,10 +223,9 @@ def main() -> int:
         clean_src = model_store(cfg).model_source(domain, "clean")
         if clean_src not in clean_cache:
             clean_cache[clean_src] = evaluate(cfg, domain, clean_src, CLEAN)
-        g_cl, s_cl, w_cl = clean_cache[clean_src]
-        g_co, s_co, w_co = evaluate(
-            cfg, domain, model_store(cfg).model_source(domain, "contaminated"), strategy_role("identity")
-        )
+        g_cl, s_cl, w_cl, clean_run = clean_cache[clean_src]
+        cont_src = model_store(cfg).model_source(domain, "contaminated")
+        g_co, s_co, w_co, cont_run = evaluate(cfg, domain, cont_src, strategy_role("identity"))
         bins = np.bincount(np.minimum((s_cl * 10).astype(int), 9), minlength=10)
         share = bins / len(s_cl)
         d_leak = s_co[leaked].mean() - s_cl[leaked].mean()
@@ -101,6 +261,10 @@ def main() -> int:
             "eval_seconds": {"clean": w_cl, "contaminated": w_co},
             "checks": checks,
         }
+        if args.diagnostics:
+            diag, diag_checks = world_diagnostics(cfg, domain, leaked, clean_src, cont_src, clean_run, cont_run)
+            report["diagnostics"] = diag
+            report["checks"] = checks = {**checks, **diag_checks}
         report = json.loads(json.dumps(report, default=float))
         path = Path(cfg.paths.root_dir) / "outputs" / "calibration" / f"{cfg.model.name}-{name}-seed{cfg.seed}.json"
         atomic_write_json(path, report)
@@ -111,6 +275,8 @@ def main() -> int:
         print(
             f"unleaked solve clean/cont  {s_cl[~leaked].mean():.3f} / {s_co[~leaked].mean():.3f}  gain {d_unleak:+.3f}"
         )
+        if args.diagnostics:
+            print_diagnostics(report["diagnostics"])
         for text, passed in checks.items():
             print(f"  [{'PASS' if passed else 'FAIL'}] {text}")
             ok &= passed

@@ -115,6 +115,7 @@ def test_calibration_script_runs(trained):
         text=True,
         timeout=600,
     )
+    assert (tmp / "outputs" / "calibration" / "tiny-arith-seed0.json").is_file(), result.stdout + result.stderr
     report = json.loads((tmp / "outputs" / "calibration" / "tiny-arith-seed0.json").read_text())
     assert report["n_test"] == 20 and len(report["clean_solve_bins_10"]) == 10
     assert sum(report["clean_solve_bins_10"]) == 20 and report["n_leaked"] == 10
@@ -126,6 +127,22 @@ def test_calibration_script_runs(trained):
         "leaked: contaminated - clean >= 0.3": report["leaked_gain"] >= 0.3,
         "unleaked: |contaminated - clean| < 0.1": abs(report["unleaked_gain"]) < 0.1,
     }
+    diag = report["diagnostics"]
+    codec, survival = diag["codec"], diag["runner_up_survival"]
+    low = (diag["figure1"].get("rouge_l_diff_ci") or [None])[0]
+    verdicts.update(
+        {
+            "(b) CoDeC clean dataset score in [0.3, 0.6]": 0.3 <= codec["clean_dataset_score"] <= 0.6,
+            "(b) CoDeC leaked half: contaminated - clean >= 0.15": codec["contaminated_leaked_half"]
+            - codec["clean_leaked_half"]
+            >= 0.15,
+            "(c) sample variety: median distinct share >= 0.8": (diag["sample_variety"]["median_distinct_share"] or 0)
+            >= 0.8,
+            "(d) runner-up survival >= 0.75": (survival["survival"] or 0) >= 0.75,
+            "(e) leaked samples closer to greedy than unleaked (ROUGE-L diff > 0)": low is not None and low > 0,
+        }
+    )
+    assert survival["branches"] <= 10 * survival["questions"]
     assert report["checks"] == verdicts
     assert report["leaked_gain"] == pytest.approx(
         report["leaked_solve_contaminated"] - report["leaked_solve_clean"], abs=1e-12

@@ -29,18 +29,42 @@ def config_dir() -> Path:
     return path
 
 
-def set_threads(threads: int | None) -> None:
+def auto_threads() -> int:
+    """The cores not already busy: all of them minus the 1-minute load average (rounded), at least one.
+
+    Two threads on a two-core machine whose other core is busy ran the base stage at 830 tok/s (half of it system
+    time) against 3,700 tok/s on one thread, so ``auto`` takes only the idle cores.
+    """
+    import os
+
+    cores = os.cpu_count() or 1
+    try:
+        busy = round(os.getloadavg()[0])
+    except OSError:  # no load average on this platform
+        busy = 0
+    return max(1, min(cores, cores - busy))
+
+
+def set_threads(threads: int | str | None) -> int | None:
     """Torch CPU threads for this process, capped at the machine's cores (None: torch's default).
 
     Oversubscribed threads slow CPU training and sampling several-fold, so a config written for a bigger machine
-    never asks for more threads than there are cores.
+    never asks for more threads than there are cores; ``auto`` takes the idle cores (:func:`auto_threads`).
+
+    Returns:
+        The thread count set (None when left to torch).
     """
     import os
 
     import torch
 
+    if threads == "auto":
+        threads = auto_threads()
     if threads:
-        torch.set_num_threads(min(int(threads), os.cpu_count() or 1))
+        count = min(int(threads), os.cpu_count() or 1)
+        torch.set_num_threads(count)
+        return count
+    return None
 
 
 def compose(

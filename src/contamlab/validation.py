@@ -103,7 +103,10 @@ COMMON: dict[str, tuple[Check, str]] = {
     "base.betas": pair(number(0, 1)),
     "base.grad_clip": number(0),
     "base.paraphrase_n": integer(0),
-    "base.num_threads": optional(integer(1)),
+    "base.num_threads": (
+        lambda v: v is None or v == "auto" or (_is_int(v) and v >= 1),
+        "an integer >= 1, auto or null",
+    ),
     "model.dtype": choice("float32", "bfloat16", "float16"),
     "model.trust_remote_code": boolean(),
     "model.batch_rows": optional(integer(1)),

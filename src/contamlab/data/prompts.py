@@ -73,6 +73,8 @@ def solution_to_cot(solution: str, answer: str) -> str:
     body = solution.split("####")[0]
     body = _ANNOTATION.sub("", body)
     sentences = " ".join(line.strip() for line in body.splitlines() if line.strip())
+    if sentences.endswith(f"answer is {answer}."):  # a solution that already closes with its answer (world v2)
+        return sentences
     return f"{sentences} The answer is {answer}.".strip()
 
 

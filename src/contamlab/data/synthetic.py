@@ -6,10 +6,12 @@ which the leaked questions reach the contaminated model, mirroring GSM8K → PQ.
 
 from __future__ import annotations
 
+import random
 from functools import cached_property
 from typing import Any
 
 from contamlab.data.arith import RENDER_VERSION, ArithConfig, ArithProblem, generate, render, reworded
+from contamlab.data.arith_cot import render_cot, web_documents
 from contamlab.data.domain import Domain
 from contamlab.data.question import Question
 from contamlab.data.split import Split
@@ -30,12 +32,30 @@ class ArithDomain(Domain):
         leak_variants: ``pq`` only: distinct paraphrases of each leaked question in the contaminated stage's data
             (each a fresh draw of the pq templates). GSM8K-PQ has one per question; a ~1M-parameter model learns a
             single rewording's wording rather than its problem, so the offline twin leaks several.
+        solutions: ``terse`` (world v1: one templated line per step) or ``cot`` (world v2: chain-of-thought
+            renderings with slack, :mod:`~contamlab.data.arith_cot`; each test item has one fixed rendering, training
+            items draw among ``cot_variants``).
+        cot_variants: Renderings a training problem draws among (``cot`` only).
+        web_forms: Pre-train on the web's forms of such text (worksheets of bare questions, solutions alone, pages
+            of several items) besides question-answer documents (:func:`~contamlab.data.arith_cot.web_documents`).
     """
 
     def __init__(
-        self, generator: dict[str, Any] | None = None, leak_style: str = "base", leak_variants: int = 1, **kwargs: Any
+        self,
+        generator: dict[str, Any] | None = None,
+        leak_style: str = "base",
+        leak_variants: int = 1,
+        solutions: str = "terse",
+        cot_variants: int = 8,
+        web_forms: bool = False,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if solutions not in ("terse", "cot"):
+            raise ContamlabError(f"domain.solutions={solutions!r}: use terse or cot")
+        if int(cot_variants) < 1:
+            raise ContamlabError(f"domain.cot_variants={cot_variants}: must be >= 1")
+        self.solutions, self.cot_variants, self.web_forms = solutions, int(cot_variants), bool(web_forms)
         fields = {k: tuple(v) if isinstance(v, list) else v for k, v in (generator or {}).items()}
         try:
             self.generator = ArithConfig(**fields)
@@ -56,11 +76,27 @@ class ArithDomain(Domain):
         """The generated (train, test) problems."""
         return generate(self.generator)
 
+    def _train_variant(self, problem: ArithProblem, salt: int = 0) -> int:
+        # A seeded draw among the training renderings 1..cot_variants (0 is reserved for test references).
+        return 1 + random.Random(f"{problem.uid}/train/{salt}").randrange(self.cot_variants)
+
+    def _solution(self, problem: ArithProblem, variant: int, style: str = "base") -> str:
+        if self.solutions == "cot":
+            return render_cot(problem, variant, style)[1]
+        return render(problem, style)[1]
+
     def _load_train(self) -> list[Question]:
-        return [_question(p, "base") for p in self.problems[0]]
+        if self.solutions == "terse":
+            return [_question(p, "base") for p in self.problems[0]]
+        return [
+            Question(p.uid, render(p, "base")[0], self._solution(p, self._train_variant(p)), str(p.answer))
+            for p in self.problems[0]
+        ]
 
     def _load_test(self) -> list[Question]:
-        return [_question(p, "base") for p in self.problems[1]]
+        if self.solutions == "terse":
+            return [_question(p, "base") for p in self.problems[1]]
+        return [Question(p.uid, render(p, "base")[0], self._solution(p, 0), str(p.answer)) for p in self.problems[1]]
 
     def _load_leak_texts(self, test: list[Question]) -> list[Question]:
         if self.leak_style == "base":
@@ -95,6 +131,8 @@ class ArithDomain(Domain):
             spare: list[tuple[str, str]] = []
             for v in range(1001, 1065):
                 text, solution = render(reworded(by_id[q.id], v), "pq")
+                if self.solutions == "cot":
+                    solution = render_cot(reworded(by_id[q.id], v), v, "pq")[1]
                 fresh = text not in leaked and all(text != t for t, _ in drawn)
                 (drawn if fresh else spare).append((text, solution))
                 if len(drawn) == n:
@@ -121,9 +159,27 @@ class ArithDomain(Domain):
     def paraphrased_train(self) -> list[Question]:
         """Training problems with the question in the paraphrase wording and the original solution (as in PQ)."""
         return [
-            Question(p.uid, render(p, "pq")[0], render(p, "base")[1], str(p.answer))
+            Question(p.uid, render(p, "pq")[0], self._solution(p, self._train_variant(p), "pq"), str(p.answer))
             for p in self.problems[0][: self.max_train]
         ]
+
+    def web_documents(self, questions: list[Question], seed: int) -> list[str] | None:
+        """World v2's pretraining documents from training ``questions`` (None unless ``web_forms``).
+
+        Each problem is rendered once more with another of its training variants (so pretraining and the clean
+        fine-tune see different renderings), then laid out in the web's forms.
+        """
+        if not self.web_forms:
+            return None
+        by_id = {p.uid: p for p in self.problems[0]}
+        items = []
+        for q in questions:
+            problem = by_id[q.id]
+            style = "base" if q.question == render(problem, "base")[0] else "pq"  # the paraphrased extras
+            solution = self._solution(problem, self._train_variant(problem, salt=1), style)
+            items.append((q.question, self.format.target(Question(q.id, q.question, solution, q.answer)).strip()))
+        fmt = self.format
+        return web_documents(items, seed, fmt.question_prefix, fmt.answer_prefix)
 
     def fingerprint(self) -> dict[str, Any]:
         """Domain fingerprint plus the generator settings."""
@@ -133,4 +189,7 @@ class ArithDomain(Domain):
             "render_version": RENDER_VERSION,
             "leak_style": self.leak_style,
             **({"leak_variants": self.leak_variants} if self.leak_variants != 1 else {}),
+            # World v2's knobs enter the key only away from v1's defaults, so v1 models keep their keys.
+            **({"solutions": self.solutions, "cot_variants": self.cot_variants} if self.solutions != "terse" else {}),
+            **({"web_forms": True} if self.web_forms else {}),
         }

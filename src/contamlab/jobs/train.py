@@ -73,7 +73,8 @@ def run(cfg: DictConfig) -> dict[str, Path]:
                 log.info("stage %s: recorded its training texts (%s)", stage, TRAINING_TEXTS)
             continue
         log.info("stage %s: training into %s", stage, path)
-        _set_threads(cfg, stage)
+        threads = _set_threads(cfg, stage)
+        log.info("stage %s: %s torch threads", stage, threads or "default")
         train_stage(cfg, store, domain, stage, path)
     return out
 
@@ -112,14 +113,14 @@ class StageInputs:
     packed: bool
 
 
-def _set_threads(cfg: DictConfig, stage: str) -> None:
+def _set_threads(cfg: DictConfig, stage: str) -> int | None:
     """Torch CPU threads of a stage: ``base.num_threads`` for the base stage, else ``trainer.num_threads``.
 
-    The base recipe names its thread count because it changes the float reductions, hence the model (so it is part
-    of the base stage's key).
+    The count changes the float reductions, so models trained with different counts differ in their last bits; it
+    is a property of the machine, not of the model, so it is not part of any key (the train summary records it).
     """
     threads = cfg.base.get("num_threads") if stage == "base" and cfg.get("base") else None
-    set_threads(threads or cfg.trainer.get("num_threads"))
+    return set_threads(threads or cfg.trainer.get("num_threads"))
 
 
 def stage_corpus(cfg: DictConfig, domain: Domain, stage: str) -> list[str] | list[Example]:

@@ -192,7 +192,8 @@ class ModelStore:
                 "v": TRAIN_CODE_VERSION,
                 "stage": "base",
                 "model": self._model_key(),
-                "base": self.base,
+                # The thread count is the machine's, not the recipe's: the same config keys the same model anywhere.
+                "base": {k: v for k, v in (self.base or {}).items() if k != "num_threads"},
                 "family": _family_key(domain),
                 "seed": self.seed,
             }

@@ -63,11 +63,14 @@ def contaminated_examples(domain: Domain, split: Split, general: list[Example]) 
 
 def base_documents(domain: Domain, paraphrase_n: int, seed: int) -> list[str]:
     """Plain-text documents for pre-training the tiny model from scratch (never any test question)."""
-    docs = [domain.format.question_block(q.question) + domain.target(q) for q in domain.train]
+    questions = list(domain.train)
     paraphrased = getattr(domain, "paraphrased_train", None)
     if paraphrase_n > 0 and paraphrased is not None:
         extra = paraphrased()
-        chosen = random.Random(seed + 2).sample(extra, min(paraphrase_n, len(extra)))
-        docs += [domain.format.question_block(q.question) + domain.target(q) for q in chosen]
+        questions += random.Random(seed + 2).sample(extra, min(paraphrase_n, len(extra)))
+    web = getattr(domain, "web_documents", None)
+    docs = web(questions, seed) if web is not None else None
+    if docs is None:  # world v1: question-answer documents only
+        docs = [domain.format.question_block(q.question) + domain.target(q) for q in questions]
     random.Random(seed).shuffle(docs)
     return docs

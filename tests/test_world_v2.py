@@ -1,0 +1,123 @@
+"""World v2: chain-of-thought renderings, web-like pretraining forms, world diagnostics, a portable model key."""
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from contamlab.analysis.world import runner_up_tokens, sample_variety
+from contamlab.config import auto_threads, build_domain, compose
+from contamlab.data.answers import is_correct
+from contamlab.data.arith import ArithConfig, generate, render
+from contamlab.data.arith_cot import render_cot, web_documents
+from contamlab.decoding.samples import QuestionSamples
+from contamlab.jobs.common import model_store
+from contamlab.models.tiny import build_tiny_model, train_tokenizer
+from contamlab.training import corpus
+
+ANNOTATION = re.compile(r"<<(\d+)([-+*/])(\d+)=(\d+)>>")
+
+
+@pytest.fixture(scope="module")
+def problems():
+    return generate(ArithConfig(n_train=300, n_test=60, seed=3))
+
+
+def test_cot_rendering_keeps_question_steps_and_answer(problems):
+    for problem in problems[0][:200]:
+        for variant in (0, 1, 5):
+            question, solution = render_cot(problem, variant)
+            assert question == render(problem, "base")[0]  # only the solution changes
+            assert solution == render_cot(problem, variant)[1]  # deterministic
+            assert solution.endswith(f"#### {problem.answer}") and is_correct(solution, str(problem.answer))
+            found = [(int(a), op, int(b), int(r)) for a, op, b, r in ANNOTATION.findall(solution)]
+            expected = [(s.a, s.op, s.b, s.result) for s in problem.steps]
+            # one annotation per step, each the step or (for + and *) its commuted form, steps in a valid order
+            assert len(found) == len(expected)
+            for a, op, b, r in found:
+                assert (a, op, b, r) in expected or (b, op, a, r) in expected and op in "+*"
+
+
+def test_cot_renderings_vary_in_slack(problems):
+    texts = {render_cot(p, v)[1] for p in problems[0][:20] for v in range(1, 9)}
+    assert len(texts) > 0.9 * 20 * 8  # eight renderings of a problem are (almost always) eight texts
+    joined = "\n".join(texts)
+    for slack in ("First, ", "Then ", "So the answer is", "step by step", "The question asks"):
+        assert slack in joined
+    swapped = [p for p in problems[0] if p.family == "shop" and p.k >= 3]
+    first_lines = {render_cot(swapped[0], v)[1] for v in range(1, 30)}
+    assert len(first_lines) > 5
+
+
+def test_web_documents_hold_every_item_once_in_several_forms():
+    items = [(f"Question text {i}?", f"Solution {i}.\n#### {i}") for i in range(60)]
+    docs = web_documents(items, seed=0)
+    for q, s in items:
+        assert sum(q in d for d in docs) + sum(d == s for d in docs) >= 1
+    assert any(d.count("?") >= 3 and "Answer:" not in d and "####" not in d for d in docs)  # a worksheet
+    assert any(d.startswith("Solution") for d in docs)  # a solution alone
+    assert any(d.count("Question: ") >= 2 for d in docs)  # a page of several items
+    assert web_documents(items, seed=0) == docs
+
+
+def test_v2_domain_never_pretrains_on_a_test_item():
+    domain = build_domain(
+        compose("train", ["domain=arith_v2", "domain.generator.n_train=300", "domain.generator.n_test=40"]).domain
+    )
+    docs = "\n".join(corpus.base_documents(domain, 100, 0))
+    assert not any(q.question in docs for q in domain.test)
+    assert all(q.solution == render_cot(p, 0)[1] for q, p in zip(domain.test, domain.problems[1]))
+    assert "\n\n" in docs and "Question: " in docs
+    v1 = build_domain(compose("train", ["domain.generator.n_train=300", "domain.generator.n_test=40"]).domain)
+    assert "solutions" not in v1.fingerprint() and domain.fingerprint()["solutions"] == "cot"
+
+
+def test_model_key_does_not_depend_on_the_thread_count():
+    keys = set()
+    for threads in ("base.num_threads=1", "base.num_threads=2", "base.num_threads=auto"):
+        cfg = compose("train", [threads])
+        keys.add(str(model_store(cfg).stage_dir(build_domain(cfg.domain), "contaminated")))
+    assert len(keys) == 1
+
+
+def test_auto_threads_takes_the_idle_cores(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    monkeypatch.setattr("os.getloadavg", lambda: (0.1, 0.0, 0.0))
+    assert auto_threads() == 2
+    monkeypatch.setattr("os.getloadavg", lambda: (1.2, 0.0, 0.0))
+    assert auto_threads() == 1
+    monkeypatch.setattr("os.getloadavg", lambda: (5.0, 0.0, 0.0))
+    assert auto_threads() == 1
+
+
+def test_sample_variety_by_hand():
+    def q(texts, correct):
+        return QuestionSamples("q", [], "", True, [[]] * len(texts), texts, correct, [True] * len(texts))
+
+    rows = [
+        q(["a", "a", "b", "c"], [True, True, True, False]),  # r̂ 0.75: correct a, a, b -> 2 of 3 distinct
+        q(["x", "y", "z", "w"], [True, True, False, False]),  # r̂ 0.5: 2 of 2
+        q(["x", "y", "z", "w"], [True, False, False, False]),  # r̂ 0.25: left out
+    ]
+    out = sample_variety(rows)
+    assert out["questions"] == 2 and out["median_distinct_share"] == pytest.approx((2 / 3 + 1) / 2)
+
+
+def test_runner_up_tokens_against_a_direct_pass():
+    texts = ["Question: Mia has 3 apples.\nAnswer: 3 apples.", "Question: Leo has 5 pens.\nAnswer: 5 pens."] * 10
+    tok = train_tokenizer(texts, vocab_size=200)
+    model = build_tiny_model(len(tok), hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32, seed=0)
+    prompts = [tok("Question: Mia has 3 apples.\nAnswer:")["input_ids"], tok("Question: Leo")["input_ids"]]
+    responses = [
+        tok(" 3 apples.", add_special_tokens=False)["input_ids"],
+        tok(" has 5", add_special_tokens=False)["input_ids"],
+    ]
+    got = runner_up_tokens(model.eval(), prompts, responses, pad_id=tok.pad_token_id, batch_size=1)
+    for p, r, ru in zip(prompts, responses, got):
+        with torch.no_grad():
+            logits = model(torch.tensor([p + r])).logits[0]  # [W, V]
+        for t, token in enumerate(r):
+            row = logits[len(p) - 1 + t].clone()
+            row[token] = -np.inf
+            assert ru[t] == int(row.argmax())
