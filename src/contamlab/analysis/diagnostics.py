@@ -10,7 +10,7 @@ built on). Spec metrics-and-railcap.md §6: the first ten steps of decoding, not
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,32 @@ def rouge_to_greedy(samples: Sequence[QuestionSamples]) -> list[list[float]]:
     """
     scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
     return [[scorer.score(s.greedy_text, text)["rougeL"].fmeasure for text in s.sample_texts] for s in samples]
+
+
+@torch.no_grad()
+def teacher_forced_logits(
+    model: torch.nn.Module,
+    prompt_ids: Sequence[Sequence[int]],
+    responses: Sequence[Sequence[int]],
+    pad_id: int = 0,
+    batch_size: int = 16,
+    progress: bool = False,
+) -> Iterator[tuple[int, torch.Tensor]]:
+    """``(i, logits [T_i, V])`` for every non-empty response i: the model's logits at the steps predicting its tokens.
+
+    Each prompt is followed by its response (teacher forcing, right padding with an attention mask); position
+    ``p - 1 + t`` of the sequence predicts response token t.
+    """
+    device = next(model.parameters()).device
+    for start in tqdm(range(0, len(prompt_ids), batch_size), desc="teacher forcing", disable=not progress):
+        batch = list(range(start, min(start + batch_size, len(prompt_ids))))
+        seqs = [list(prompt_ids[i]) + list(responses[i]) for i in batch]
+        ids, mask = pad_batch(seqs, pad_id)  # [B, W] each
+        logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float()  # [B, W, V]
+        for row, i in enumerate(batch):
+            p, n = len(prompt_ids[i]), len(responses[i])
+            if n:
+                yield i, logits[row, p - 1 : p - 1 + n]  # [T, V]
 
 
 @torch.no_grad()
@@ -64,25 +90,15 @@ def divergence_ranks(
     Returns:
         Per question, the ranks (each >= 2) at the disagreeing steps among the first ``max_steps``, in step order.
     """
-    device = next(model.parameters()).device
-    order = list(range(len(prompt_ids)))
-    ranks: list[list[int]] = [[] for _ in order]
-    for start in tqdm(range(0, len(order), batch_size), desc="divergence ranks", disable=not progress):
-        batch = order[start : start + batch_size]
-        seqs = [list(prompt_ids[i]) + list(clean_greedy_ids[i]) for i in batch]
-        ids, mask = pad_batch(seqs, pad_id)  # [B, W] each
-        logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float()  # [B, W, V]
-        for row, i in enumerate(batch):
-            p, target = len(prompt_ids[i]), list(clean_greedy_ids[i])
-            if not target:
-                continue
-            target = target[:max_steps]  # decoding steps t = 1..max_steps
-            step_logits = logits[row, p - 1 : p - 1 + len(target)]  # [T, V]: position p-1+t predicts token t
-            tokens = torch.tensor(target, device=step_logits.device)  # [T]
-            chosen = step_logits.gather(1, tokens[:, None])  # [T, 1]
-            rank = 1 + (step_logits > chosen).sum(dim=1)  # [T]
-            disagree = step_logits.argmax(dim=1) != tokens  # [T]
-            ranks[i] = rank[disagree].tolist()
+    ranks: list[list[int]] = [[] for _ in prompt_ids]
+    for i, step_logits in teacher_forced_logits(model, prompt_ids, clean_greedy_ids, pad_id, batch_size, progress):
+        target = list(clean_greedy_ids[i])[:max_steps]  # decoding steps t = 1..max_steps
+        step_logits = step_logits[: len(target)]  # [T, V]
+        tokens = torch.tensor(target, device=step_logits.device)  # [T]
+        chosen = step_logits.gather(1, tokens[:, None])  # [T, 1]
+        rank = 1 + (step_logits > chosen).sum(dim=1)  # [T]
+        disagree = step_logits.argmax(dim=1) != tokens  # [T]
+        ranks[i] = rank[disagree].tolist()
     return ranks
 
 

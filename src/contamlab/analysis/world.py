@@ -21,10 +21,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from contamlab.analysis.diagnostics import teacher_forced_logits
 from contamlab.data.domain import Domain
 from contamlab.data.question import Question
 from contamlab.decoding.samples import QuestionSamples
-from contamlab.models.padding import pad_batch
 
 
 @torch.no_grad()
@@ -47,19 +47,11 @@ def runner_up_tokens(
     Returns:
         Per response, one token per step (the runner-up where the response is the argmax, as for a greedy one).
     """
-    device = next(model.parameters()).device
     out: list[list[int]] = [[] for _ in responses]
-    for start in range(0, len(responses), batch_size):
-        batch = list(range(start, min(start + batch_size, len(responses))))
-        ids, mask = pad_batch([list(prompt_ids[i]) + list(responses[i]) for i in batch], pad_id)  # [B, W] each
-        logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float()  # [B, W, V]
-        for row, i in enumerate(batch):
-            p, target = len(prompt_ids[i]), list(responses[i])
-            if not target:
-                continue
-            step = logits[row, p - 1 : p - 1 + len(target)].clone()  # [T, V]: position p-1+t predicts token t
-            step.scatter_(1, torch.tensor(target, device=step.device)[:, None], float("-inf"))
-            out[i] = step.argmax(dim=1).tolist()  # [T]
+    for i, step in teacher_forced_logits(model, prompt_ids, responses, pad_id, batch_size):
+        step = step.clone()  # [T, V]
+        step.scatter_(1, torch.tensor(list(responses[i]), device=step.device)[:, None], float("-inf"))
+        out[i] = step.argmax(dim=1).tolist()  # [T]
     return out
 
 
