@@ -54,8 +54,8 @@ REPRO_SWEEP = hydra.sweep.dir=$(REPRO)
 
 reproduce: $(STAMP) ## The whole study on the default world -> outputs/reproduce/report.md (tables, figures, detectors)
 	# base -> clean -> contaminated on arith; stream 2 trains the arith_pq contaminated model (about a minute) itself.
-	# Two base threads, as the README's numbers were measured: the default (auto) takes one on a busy machine, and
-	# the arith_pq calibration moves with the thread count (README, "World v2").
+	# Two base threads, as the README's numbers were measured: the default (auto) takes one on a busy machine, whose
+	# world passes the same calibration but differs in float rounding (README, "World v2").
 	$(PY) train.py domain=arith base.num_threads=2
 	mkdir -p $(REPRO)
 	$(MAKE) --no-print-directory -j2 _repro-arith _repro-arith_pq

@@ -73,6 +73,15 @@ def test_v2_domain_never_pretrains_on_a_test_item():
     assert "solutions" not in v1.fingerprint() and domain.fingerprint()["solutions"] == "cot"
 
 
+def test_v1_paraphrased_pretraining_keeps_the_original_solution():
+    """World v1's paraphrased pretraining documents pair the reworded question with the original solution (as PQ)."""
+    overrides = ["domain.generator.n_train=50", "domain.generator.n_test=10"]
+    domain = build_domain(compose("train", overrides).domain)
+    extras = domain.paraphrased_train()
+    assert [q.solution for q in extras] == [render(p, "base")[1] for p in domain.problems[0]]
+    assert all(q.question == render(p, "pq")[0] for q, p in zip(extras, domain.problems[0]))
+
+
 def test_model_key_does_not_depend_on_the_thread_count():
     keys = set()
     for threads in ("base.num_threads=1", "base.num_threads=2", "base.num_threads=auto"):

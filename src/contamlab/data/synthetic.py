@@ -81,9 +81,11 @@ class ArithDomain(Domain):
         return 1 + random.Random(f"{problem.uid}/train/{salt}").randrange(self.cot_variants)
 
     def _solution(self, problem: ArithProblem, variant: int, style: str = "base") -> str:
+        # A training item's solution. ``style`` is the wording of the question it answers, which a cot rendering
+        # restates; a terse solution is always the original one (a paraphrased question keeps it, as in PQ).
         if self.solutions == "cot":
             return render_cot(problem, variant, style)[1]
-        return render(problem, style)[1]
+        return render(problem, "base")[1]
 
     def _load_train(self) -> list[Question]:
         if self.solutions == "terse":
