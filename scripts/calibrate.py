@@ -61,29 +61,26 @@ def runner_up(cfg, domain, source: str, greedy) -> dict:
     return runner_up_survival(_sampler(cfg, domain, source), domain, domain.test, greedy, seed=int(cfg.seed))
 
 
-def codec_scores(cfg, domain, source: str, stage: str) -> np.ndarray:
-    """(b): per-question CoDeC Δ of one model in the detector's default configuration (cached like evaluate.py's)."""
+def codec_labels(cfg, domain, source: str, stage: str) -> np.ndarray:
+    """(b): per-question CoDeC labels of one model (the share of context draws with lower confidence in context; NaN
+    where too short to score), the detector in its default configuration, cached like evaluate.py's."""
     from contamlab.config import build
     from contamlab.jobs.detect import score_model
 
     detector = build(compose("evaluate", ["detector=codec"]).detector, "detector")
     output, _, _ = score_model(cfg, domain, detector, source, stage, progress=False)
-    return np.asarray(output.scores, dtype=float)
+    return np.asarray(output.columns["codec_label"], dtype=float)
 
 
 def figure1_stats(cfg, domain, clean_greedy, contaminated_samples, source: str, leaked) -> dict:
     """(e): ROUGE-L of the contaminated model's samples to its greedy path, leaked vs unleaked, and the runner-up
     share of the clean greedy token over the first ten steps (Figure 1, as evaluate.py's analysis.figure1)."""
     from contamlab.analysis import diagnostics
-    from contamlab.decoding.sampler import encode_prompts
 
     store = model_store(cfg)
     model, tokenizer = store.load(source), store.load_tokenizer(source)
-    prompts = encode_prompts(tokenizer, [domain.prompt(q) for q in domain.test])
-    ranks = diagnostics.divergence_ranks(
-        model, prompts, [g.greedy_ids for g in clean_greedy], 10, pad_id=int(tokenizer.pad_token_id or 0)
-    )
-    return diagnostics.figure1_summary(diagnostics.rouge_to_greedy(contaminated_samples), ranks, leaked)
+    rouge, ranks = diagnostics.figure1_inputs(model, tokenizer, domain, clean_greedy, contaminated_samples, 10)
+    return diagnostics.figure1_summary(rouge, ranks, leaked)
 
 
 def world_diagnostics(cfg, domain, leaked, clean_src, cont_src, clean_run, cont_run) -> tuple[dict, dict]:
@@ -92,12 +89,12 @@ def world_diagnostics(cfg, domain, leaked, clean_src, cont_src, clean_run, cont_
 
     clean_greedy, clean_samples = clean_run
     _, cont_samples = cont_run
-    d_clean = codec_scores(cfg, domain, clean_src, "clean")
-    d_cont = codec_scores(cfg, domain, cont_src, "contaminated")
+    d_clean = codec_labels(cfg, domain, clean_src, "clean")
+    d_cont = codec_labels(cfg, domain, cont_src, "contaminated")
 
-    def share(d, mask):
-        d = d[mask & np.isfinite(d)]
-        return float((d > 0).mean()) if d.size else float("nan")
+    def share(labels, mask):  # CoDeC's dataset score over the questions in ``mask``
+        labels = labels[mask & np.isfinite(labels)]
+        return float(labels.mean()) if labels.size else float("nan")
 
     everyone = np.ones_like(leaked)
     codec = {

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from sklearn.metrics import roc_auc_score
+from tinylm import TEXTS, tiny_model, tiny_tokenizer, token_logprobs
 
 from contamlab.analysis.detectors import detector_table
 from contamlab.data.question import Question
@@ -18,24 +19,16 @@ from contamlab.detectors.paraphrase import OpenAIParaphraser, preserves_numbers
 from contamlab.detectors.zlib import zlib_entropy, zlib_score
 from contamlab.errors import ContamlabError
 from contamlab.metrics.roc import roc_metrics
-from contamlab.models.tiny import build_tiny_model, train_tokenizer
-
-TEXTS = [
-    "Question: Mia has 12 stickers. She buys 7 more. How many stickers does Mia have now?",
-    "Answer: Mia has 12 + 7 = <<12+7=19>>19 stickers.\n#### 19",
-    "Leo owns 5 boxes with 4 apples each. How many apples does he have?",
-    "Taking away 3 leaves 15 - 3 = <<15-3=12>>12 beads.",
-] * 20
 
 
 @pytest.fixture(scope="module")
 def tok():
-    return train_tokenizer(TEXTS, vocab_size=300)
+    return tiny_tokenizer()
 
 
 @pytest.fixture(scope="module")
 def model(tok):
-    return build_tiny_model(len(tok), hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64).eval()
+    return tiny_model(tok)
 
 
 class BosTokenizer:
@@ -86,13 +79,6 @@ def test_codec_token_join_scores_the_same_target_ids(tok, bos):
     assert ids[0] == (1 if bos else tokenizer(contexts[0], add_special_tokens=False)["input_ids"][0])
 
 
-def _logprobs(model, ids):
-    """Per-token log-probs of one unpadded sequence, float64 (token t's log-prob comes from position t - 1)."""
-    with torch.no_grad():
-        logp = torch.log_softmax(model(torch.tensor([ids])).logits[0].double(), -1)  # [T, V]
-    return logp[:-1].gather(-1, torch.tensor(ids[1:])[:, None])[:, 0].numpy()
-
-
 @pytest.mark.parametrize("join", ["tokens", "string"])
 def test_codec_delta_and_dataset_score_by_hand(tok, model, join):
     """Δ_i and the dataset fraction through the detector's batched path, against unbatched passes by hand.
@@ -112,12 +98,12 @@ def test_codec_delta_and_dataset_score_by_hand(tok, model, join):
     expected = []
     for i, target in enumerate(texts):
         plain = tok(target)["input_ids"]
-        a = _logprobs(model, plain)  # [L_a]
+        a = token_logprobs(model, plain)  # [L_a]
         if join == "string":  # the reference notebook: join strings, keep the last L_a log-probs
-            b = _logprobs(model, tok(texts[1 - i] + "\n\n" + target)["input_ids"])[-len(a) :]
+            b = token_logprobs(model, tok(texts[1 - i] + "\n\n" + target)["input_ids"])[-len(a) :]
         else:  # context ids + separator ids + the target's own ids
             ids = tok(texts[1 - i])["input_ids"] + tok("\n\n")["input_ids"] + plain
-            b = _logprobs(model, ids)[-len(a) :]
+            b = token_logprobs(model, ids)[-len(a) :]
         expected.append(a[3:-1].mean() - b[3:-1].mean())  # window [10:-1] with skip_first=3
     np.testing.assert_allclose(out.scores, expected, atol=2e-5)  # float32 batched vs float64 unbatched
     assert out.dataset_score == pytest.approx(np.mean([d > 0 for d in expected]))

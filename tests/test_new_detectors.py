@@ -4,8 +4,8 @@ import math
 
 import numpy as np
 import pytest
-import torch
 from sklearn.metrics import roc_auc_score
+from tinylm import TEXTS, tiny_model, tiny_tokenizer, token_logprobs
 
 from contamlab.analysis.detectors import comparison_lines, leaderboard, leak_form
 from contamlab.data.question import Question
@@ -16,30 +16,16 @@ from contamlab.detectors.ngram import NgramOverlapDetector, corpus_index, ngrams
 from contamlab.detectors.recall import ReCaLLDetector, recall_score
 from contamlab.errors import ContamlabError
 from contamlab.metrics.roc import auroc_interval, roc_metrics
-from contamlab.models.tiny import build_tiny_model, train_tokenizer
-
-TEXTS = [
-    "Question: Mia has 12 stickers. She buys 7 more. How many stickers does Mia have now?",
-    "Answer: Mia has 12 + 7 = <<12+7=19>>19 stickers.\n#### 19",
-    "Leo owns 5 boxes with 4 apples each. How many apples does he have?",
-] * 20
 
 
 @pytest.fixture(scope="module")
 def tok():
-    return train_tokenizer(TEXTS, vocab_size=300)
+    return tiny_tokenizer()
 
 
 @pytest.fixture(scope="module")
 def model(tok):
-    return build_tiny_model(len(tok), hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, seed=1).eval()
-
-
-def _logprobs(model, ids):
-    """Per-token log-probs of one unpadded sequence, float64."""
-    with torch.no_grad():
-        logp = torch.log_softmax(model(torch.tensor([ids])).logits[0].double(), -1)  # [T, V]
-    return logp[:-1].gather(-1, torch.tensor(ids[1:])[:, None])[:, 0].numpy()
+    return tiny_model(tok)
 
 
 class _Format:
@@ -84,8 +70,8 @@ def test_recall_detector_against_unbatched_passes(tok, model):
         target = f"Question: {q.question}\nAnswer: {q.solution}"
         plain = tok(target)["input_ids"]
         joined = tok(prefix[0])["input_ids"] + sep + tok(prefix[1])["input_ids"] + sep + plain
-        a = _logprobs(model, plain)
-        b = _logprobs(model, joined)[-len(a) :]
+        a = token_logprobs(model, plain)
+        b = token_logprobs(model, joined)[-len(a) :]
         assert got == pytest.approx(b.mean() / a.mean(), rel=1e-4)
     assert out.extra["nonmember"] == "generated"
     with pytest.raises(ContamlabError, match="detector.nonmember"):
@@ -113,7 +99,7 @@ def test_dcpdd_detector_reads_the_pretraining_corpus(tok, model):
     freq = token_frequencies(tok(corpus, add_special_tokens=False)["input_ids"], len(tok))
     for q, got in zip(QS, out.scores):
         ids = tok(f"Question: {q.question}\nAnswer: {q.solution}")["input_ids"]
-        assert got == pytest.approx(dcpdd_score(_logprobs(model, ids), ids[1:], freq, 100.0), rel=1e-4)
+        assert got == pytest.approx(dcpdd_score(token_logprobs(model, ids), ids[1:], freq, 100.0), rel=1e-4)
     with pytest.raises(ContamlabError, match="base stage"):
         DCPDDDetector().score(DetectionContext(_Domain(), QS, "tiny", lambda: (model, tok)))
 

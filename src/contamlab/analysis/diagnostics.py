@@ -102,6 +102,39 @@ def divergence_ranks(
     return ranks
 
 
+def figure1_inputs(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    domain: Any,
+    clean_greedy: Sequence[QuestionSamples],
+    contaminated_samples: Sequence[QuestionSamples],
+    max_steps: int = 10,
+    progress: bool = False,
+) -> tuple[list[list[float]], list[list[int]]]:
+    """Figure 1's two measurements on a domain's test set: ``(ROUGE-L to greedy, divergence ranks)``.
+
+    ROUGE-L of the contaminated model's samples to their greedy path (:func:`rouge_to_greedy`), and the ranks of the
+    clean greedy tokens under ``model``, the contaminated one, over the first ``max_steps`` (:func:`divergence_ranks`).
+
+    Args:
+        model: The contaminated model.
+        tokenizer: Its tokenizer (the prompts are encoded as the sampler saw them).
+        domain: The domain (its test prompts).
+        clean_greedy: The clean model's greedy responses, in test order.
+        contaminated_samples: The contaminated model's samples, in test order.
+        max_steps: The first decoding steps examined per question.
+        progress: Show a progress bar.
+    """
+    from contamlab.decoding.sampler import encode_prompts
+
+    prompts = encode_prompts(tokenizer, [domain.prompt(q) for q in domain.test])
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    ranks = divergence_ranks(
+        model, prompts, [g.greedy_ids for g in clean_greedy], max_steps, pad_id=int(pad or 0), progress=progress
+    )
+    return rouge_to_greedy(contaminated_samples), ranks
+
+
 def figure1_summary(
     rouge: Sequence[Sequence[float]],
     ranks: Sequence[Sequence[int]],

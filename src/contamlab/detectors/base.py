@@ -10,13 +10,31 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property
+from pathlib import Path
 from typing import Any, ClassVar
 
 from contamlab.data.domain import Domain
+from contamlab.data.jsonl import read_jsonl
 from contamlab.data.question import Question
 from contamlab.errors import ContamlabError
 
 TEXT_MODES = ("question", "answer", "document")
+
+
+def read_texts(path: str, setting: str) -> list[str]:
+    """The ``text`` field of every line of a JSONL file a detector setting names (a corpus, non-member texts).
+
+    Args:
+        path: The file (``~`` expanded).
+        setting: The setting that named it (``detector.corpus`` …), for the error message.
+
+    Raises:
+        ContamlabError: No such file, or a line that is not a JSON object with ``text``.
+    """
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ContamlabError(f"{setting}={path}: file not found")
+    return [str(r["text"]) for r in read_jsonl(file, required=("text",))]
 
 
 def check_text_mode(mode: str) -> None:

@@ -23,8 +23,15 @@ from pathlib import Path
 
 import numpy as np
 
-from contamlab.data.jsonl import read_jsonl
-from contamlab.detectors.base import RUNTIME, DetectionContext, Detector, DetectorOutput, check_text_mode, question_text
+from contamlab.detectors.base import (
+    RUNTIME,
+    DetectionContext,
+    Detector,
+    DetectorOutput,
+    check_text_mode,
+    question_text,
+    read_texts,
+)
 from contamlab.detectors.membership import token_stats
 from contamlab.errors import ContamlabError
 
@@ -100,10 +107,7 @@ class DCPDDDetector(Detector):
                     "world); for other models set detector.corpus=<a .jsonl file of reference texts>"
                 )
             return lineage["base"], "pretraining corpus (base stage)"
-        path = Path(self.corpus).expanduser()
-        if not path.is_file():
-            raise ContamlabError(f"detector.corpus={self.corpus}: file not found")
-        return [str(r["text"]) for r in read_jsonl(path, required=("text",))], str(path)
+        return read_texts(self.corpus, "detector.corpus"), str(Path(self.corpus).expanduser())
 
     def score(self, ctx: DetectionContext) -> DetectorOutput:
         """β per question."""

@@ -23,8 +23,14 @@ from pathlib import Path
 
 import numpy as np
 
-from contamlab.data.jsonl import read_jsonl
-from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput, check_text_mode, question_text
+from contamlab.detectors.base import (
+    DetectionContext,
+    Detector,
+    DetectorOutput,
+    check_text_mode,
+    question_text,
+    read_texts,
+)
 from contamlab.errors import ContamlabError
 
 _NOT_WORD = re.compile(r"[^0-9a-z]+")
@@ -96,10 +102,8 @@ class NgramOverlapDetector(Detector):
             docs = [(f"{stage}#{i}", text) for stage, texts in lineage.items() for i, text in enumerate(texts)]
             return docs, "recorded training data: " + " + ".join(lineage)
         path = Path(self.corpus).expanduser()
-        if not path.is_file():
-            raise ContamlabError(f"detector.corpus={self.corpus}: file not found")
-        records = read_jsonl(path, required=("text",))
-        return [(f"{path.name}#{i}", str(r["text"])) for i, r in enumerate(records)], str(path)
+        texts = read_texts(self.corpus, "detector.corpus")
+        return [(f"{path.name}#{i}", text) for i, text in enumerate(texts)], str(path)
 
     def score(self, ctx: DetectionContext) -> DetectorOutput:
         """Overlap share per question, with the evidence; no model is loaded."""

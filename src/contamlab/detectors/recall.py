@@ -25,8 +25,15 @@ from pathlib import Path
 import numpy as np
 
 from contamlab.data.general import load_openorca
-from contamlab.data.jsonl import read_jsonl
-from contamlab.detectors.base import RUNTIME, DetectionContext, Detector, DetectorOutput, check_text_mode, question_text
+from contamlab.detectors.base import (
+    RUNTIME,
+    DetectionContext,
+    Detector,
+    DetectorOutput,
+    check_text_mode,
+    question_text,
+    read_texts,
+)
 from contamlab.detectors.codec import context_ids
 from contamlab.detectors.membership import token_stats
 from contamlab.detectors.scoring import score_sequences
@@ -92,20 +99,15 @@ class ReCaLLDetector(Detector):
                     f"detector.nonmember=generated: domain={ctx.domain.name} cannot generate problems; use openorca "
                     "or a .jsonl file of texts the model never saw"
                 )
-            fmt = ctx.domain.format
-            return [fmt.question_block(q.question) + ctx.domain.target(q) for q in generate(self.n_shots, self.seed)], (
-                "generated"
-            )
+            texts = [question_text(ctx.domain, q, "document") for q in generate(self.n_shots, self.seed)]
+            return texts, "generated"
         if source == "openorca":
             examples = load_openorca(self.n_shots, self.seed)
             return [f"{e.prompt}{e.response}" for e in examples], "openorca"
-        path = Path(source).expanduser()
-        if not path.is_file():
-            raise ContamlabError(f"detector.nonmember={source}: file not found")
-        records = read_jsonl(path, required=("text",))
-        if len(records) < self.n_shots:
-            raise ContamlabError(f"detector.nonmember={source}: {len(records)} texts, n_shots={self.n_shots}")
-        return [str(r["text"]) for r in records[: self.n_shots]], str(path)
+        texts = read_texts(source, "detector.nonmember")
+        if len(texts) < self.n_shots:
+            raise ContamlabError(f"detector.nonmember={source}: {len(texts)} texts, n_shots={self.n_shots}")
+        return texts[: self.n_shots], str(Path(source).expanduser())
 
     def score(self, ctx: DetectionContext) -> DetectorOutput:
         """LL(x | P) / LL(x) per question; the dataset score is the mean ratio."""

@@ -61,29 +61,31 @@ def _role(stage: str) -> str:
     return CLEAN if stage == "clean" else strategy_role("identity")
 
 
-def _lineage(store: ModelStore, domain: Domain, source: str) -> dict[str, list[str]] | None:
-    """The recorded training texts of the simulated model at ``source`` and its parent stages (None: not ours)."""
-    for which in STAGES:
-        stages = store.lineage(domain, which)
-        if stages and str(stages[-1][1]) == source:
-            break
-    else:
+def _lineage(store: ModelStore, domain: Domain, source: str, stage: str) -> dict[str, list[str]] | None:
+    """The recorded training texts of the simulated ``stage`` model at ``source`` and its parents.
+
+    None when ``source`` is not that simulated model (the user's own model, a further ConStat reference).
+    """
+    stages = store.lineage(domain, stage)
+    if not stages or str(stages[-1][1]) != source:
         return None
     out = {}
-    for stage, path in stages:
+    for name, path in stages:
         texts = read_training_texts(path)
         if texts is None:
             raise ContamlabError(
                 f"{path} has no record of its training texts ({TRAINING_TEXTS}); re-run the train.py command "
                 "that trained it (it writes the record of a finished stage without retraining)"
             )
-        out[stage] = texts
+        out[name] = texts
     return out
 
 
 def _context(
-    cfg: DictConfig, store: ModelStore, domain: Domain, source: str, role: str, progress: bool
+    cfg: DictConfig, store: ModelStore, domain: Domain, source: str, stage: str, progress: bool
 ) -> DetectionContext:
+    role = _role(stage)
+
     def load():
         return store.load(source), store.load_tokenizer(source)
 
@@ -95,7 +97,7 @@ def _context(
         cache_dir=str(Path(cfg.paths.cache_dir) / "detect") if cfg.paths.get("cache_dir") else None,
         model_key=store.identity(source),
         samples=lambda: sample_model(sampling_setup(cfg), store, domain, source, Strategy(), role, progress),
-        lineage=lambda: _lineage(store, domain, source),
+        lineage=lambda: _lineage(store, domain, source, stage),
         progress=progress,
     )
 
@@ -120,7 +122,7 @@ def score_model(
         except (OSError, ValueError, KeyError):
             log.warning("detection cache %s unreadable; recomputing", path)
     started = time.perf_counter()
-    output = detector.score(_context(cfg, store, domain, source, role, progress))
+    output = detector.score(_context(cfg, store, domain, source, stage, progress))
     wall = time.perf_counter() - started
     if len(output.scores) != len(domain.test):
         raise ContamlabError(

@@ -20,7 +20,6 @@ from omegaconf import DictConfig, OmegaConf
 from contamlab.config import build, build_domain, set_threads
 from contamlab.data.domain import Domain
 from contamlab.decoding.pipeline import sample_model
-from contamlab.decoding.sampler import encode_prompts
 from contamlab.decoding.strategy import Strategy
 from contamlab.decoding.streams import CLEAN, CLEAN_2, readout_seed, strategy_role, stream_seed
 from contamlab.errors import ContamlabError
@@ -187,19 +186,16 @@ def _analyses(
     if analysis.get("figures", True) and results["per_bin"]:
         out["per_bin"] = figures.per_bin_figure(results["per_bin"], out_dir / "figures" / "per_bin.png", title)
     if analysis.get("figure1", False):
-        rouge = diagnostics.rouge_to_greedy(cont)
         source = results["models"]["contaminated"]
         model = store.load(source)
-        tokenizer = store.load_tokenizer(source)
-        prompts = encode_prompts(tokenizer, [domain.prompt(q) for q in domain.test])  # as the sampler saw them
-        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        ranks = diagnostics.divergence_ranks(
+        rouge, ranks = diagnostics.figure1_inputs(
             model,
-            prompts,
-            [g.greedy_ids for g in clean_greedy],
+            store.load_tokenizer(source),
+            domain,
+            clean_greedy,
+            cont,
             int(analysis.get("figure1_steps", 10)),
-            pad_id=int(pad or 0),
-            progress=progress,
+            progress,
         )
         del model
         results["figure1"] = diagnostics.figure1_summary(rouge, ranks, leaked)

@@ -101,6 +101,7 @@ class StageInputs:
         accumulate: Micro-batches per optimiser step.
         grad_clip: Gradient-norm clip.
         packed: Whether ``dataset`` holds packed rows.
+        texts: The training data as the texts the model reads (the stage's record, :data:`TRAINING_TEXTS`).
     """
 
     model: Any
@@ -111,6 +112,7 @@ class StageInputs:
     accumulate: int
     grad_clip: float
     packed: bool
+    texts: list[str]
 
 
 def _set_threads(cfg: DictConfig, stage: str) -> int | None:
@@ -135,9 +137,14 @@ def stage_corpus(cfg: DictConfig, domain: Domain, stage: str) -> list[str] | lis
     return corpus.contaminated_examples(domain, domain.split, general)
 
 
+def _as_texts(items: list[str] | list[Example]) -> list[str]:
+    """Training data as the texts the model reads (prompt + response for an example)."""
+    return [x if isinstance(x, str) else x.prompt + x.response for x in items]
+
+
 def stage_texts(cfg: DictConfig, domain: Domain, stage: str) -> list[str]:
-    """The stage's training data as the texts the model read (prompt + response for an example)."""
-    return [x if isinstance(x, str) else x.prompt + x.response for x in stage_corpus(cfg, domain, stage)]
+    """The stage's training data as the texts the model read (for a stage trained before records existed)."""
+    return _as_texts(stage_corpus(cfg, domain, stage))
 
 
 def _prepare(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str) -> StageInputs:
@@ -161,7 +168,7 @@ def _prepare(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str) -> 
             "weight_decay": float(base.weight_decay),
             "betas": tuple(base.betas),
         }
-        return StageInputs(model, tokenizer, dataset, opt, int(base.batch), 1, float(base.grad_clip), True)
+        return StageInputs(model, tokenizer, dataset, opt, int(base.batch), 1, float(base.grad_clip), True, docs)
 
     ft = cfg.finetune
     examples = stage_corpus(cfg, domain, stage)
@@ -188,7 +195,7 @@ def _prepare(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str) -> 
         "min_lr_ratio": 0.0,
         "weight_decay": float(ft.weight_decay),
     }
-    return StageInputs(model, tokenizer, dataset, opt, micro, accumulate, 1.0, False)
+    return StageInputs(model, tokenizer, dataset, opt, micro, accumulate, 1.0, False, _as_texts(examples))
 
 
 def _load_trainable(cfg: DictConfig, parent: str, stage: str):
@@ -293,16 +300,17 @@ def train_stage(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str, 
     wall = time.perf_counter() - started
     if trainer.is_global_zero:
         extra = {"steps": trainer.global_step, "resumed_from": resumed_from}
-        _save_stage(cfg, store, domain, stage, path, work, module, inputs.tokenizer, inputs.dataset, wall, extra)
+        _save_stage(cfg, store, domain, stage, path, work, module, inputs, wall, extra)
 
 
-def _save_stage(cfg, store, domain, stage, path, work, module, tokenizer, dataset, wall, extra) -> None:
+def _save_stage(cfg, store, domain, stage, path, work, module, inputs: StageInputs, wall, extra) -> None:
+    tokenizer, dataset = inputs.tokenizer, inputs.dataset
     model = module.model
     model.save_pretrained(work, safe_serialization=True)
     tokenizer.save_pretrained(work)
     if stage == "contaminated":
         domain.split.save(work / "split.json")
-    write_training_texts(work, stage_texts(cfg, domain, stage))
+    write_training_texts(work, inputs.texts)
     shutil.rmtree(work / "checkpoints", ignore_errors=True)
     losses = module.losses
     n_tokens = dataset.rows.numel() if hasattr(dataset, "rows") else dataset.n_tokens()

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from contamlab.data.domain import LEAK_FIELDS, Domain
+from contamlab.data.jsonl import read_jsonl
 from contamlab.errors import ContamlabError
-from contamlab.io import content_hash
+from contamlab.io import atomic_write_text, content_hash
 from contamlab.models.loading import Adapter, load_causal_lm, load_tokenizer, read_adapter
 from contamlab.models.spec import ModelSpec
 
@@ -86,8 +87,6 @@ def is_done(path: Path) -> bool:
 
 def write_training_texts(path: Path, texts: list[str]) -> None:
     """Record a stage's training texts in ``path / TRAINING_TEXTS`` (atomically)."""
-    from contamlab.io import atomic_write_text
-
     atomic_write_text(path / TRAINING_TEXTS, "".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts))
 
 
@@ -96,8 +95,6 @@ def read_training_texts(path: Path) -> list[str] | None:
     file = Path(path) / TRAINING_TEXTS
     if not file.is_file():
         return None
-    from contamlab.data.jsonl import read_jsonl
-
     return [str(r["text"]) for r in read_jsonl(file, required=("text",))]
 
 
