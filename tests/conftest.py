@@ -27,6 +27,12 @@ def data_dir() -> Path:
     return DATA
 
 
+def pytest_collection_modifyitems(config, items):
+    # The default world's training (test_world_detection, minutes) starts first, so that under pytest-xdist the rest
+    # of the suite runs beside it instead of after it.
+    items.sort(key=lambda item: item.path.name != "test_world_detection.py")
+
+
 def pytest_configure(config):
     # Small models gain nothing from a second thread, and lose a lot when another process holds a core.
     import torch

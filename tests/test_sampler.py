@@ -42,10 +42,11 @@ def test_common_prefix():
     assert common_prefix([[5], [6]]) == 0
 
 
+@pytest.mark.parametrize("shared_kv", [False, True])
 @pytest.mark.parametrize("batch_rows", [1, 5, 64])
-def test_greedy_matches_generate(world, batch_rows):
+def test_greedy_matches_generate(world, batch_rows, shared_kv):
     domain, tok, model, prompts = world
-    sampler = HFSampler(model, tok, stop=(), max_new_tokens=12, batch_rows=batch_rows)
+    sampler = HFSampler(model, tok, stop=(), max_new_tokens=12, batch_rows=batch_rows, shared_kv=shared_kv)
     ids = sampler.encode(prompts)
     assert sampler.set_prefix(ids) > 10  # the 2-shot exemplars are shared
     out = sampler.decode(ids, m=1, temperature=1.0, seed=0, greedy=True)
@@ -66,10 +67,11 @@ def test_sampling_is_seeded_and_shaped(world):
     assert sampler.stats.generated_tokens > 0 and sampler.stats.tokens_per_s > 0
 
 
-def test_samples_follow_the_model_distribution(world):
+@pytest.mark.parametrize("shared_kv", [False, True])
+def test_samples_follow_the_model_distribution(world, shared_kv):
     """First-token frequencies of many samples match softmax(logits / τ) of an unbatched forward pass."""
     domain, tok, model, prompts = world
-    sampler = HFSampler(model, tok, max_new_tokens=1, batch_rows=4000)
+    sampler = HFSampler(model, tok, max_new_tokens=1, batch_rows=4000, shared_kv=shared_kv)
     ids = sampler.encode(prompts[:1])
     out = sampler.decode(ids, m=4000, temperature=2.0, seed=0)
     first = torch.tensor([r[0] if r else tok.eos_token_id for r in out[0]])
@@ -89,6 +91,21 @@ def test_stop_string_cuts_response(world):
     ended = tok(" 3 + 4 = 7\nQuestion:", add_special_tokens=False)["input_ids"]
     other = (ended[:3] * 10)[: len(ended)]
     assert sampler._hit_stop(torch.tensor([ended, other])).tolist() == [True, False]
+
+
+def test_stop_check_decodes_only_rows_whose_newest_token_can_end_a_stop_string(world):
+    """The filtered check finds exactly the rows that decoding every row's tail finds."""
+    domain, tok, model, prompts = world
+    sampler = HFSampler(model, tok, stop=("\nQuestion:",), max_new_tokens=8)
+    assert 0 < len(sampler._stop_enders) < len(tok)
+    ended = tok(" 3 + 4 = 7\nQuestion:", add_special_tokens=False)["input_ids"]
+    gen = torch.Generator().manual_seed(0)
+    rows = torch.randint(0, len(tok), (400, 12), generator=gen)  # [R, t]
+    rows[::7, -len(ended) :] = torch.tensor(ended)  # every 7th row ends with the stop string
+    filtered = sampler._hit_stop(rows)
+    sampler._stop_enders = None  # decode every row's tail
+    assert torch.equal(filtered, sampler._hit_stop(rows))
+    assert filtered[::7].all()
 
 
 def test_bad_arguments(world):
@@ -116,3 +133,15 @@ def test_inverse_cdf_draw_follows_the_distribution_and_never_picks_banned_tokens
     assert torch.allclose(freq[[0, 2, 3]], torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64), atol=0.015)
     again = sampler._draw(probs, torch.Generator().manual_seed(0))
     assert torch.equal(tokens, again)  # seeded
+
+
+def test_shared_kv_samples_match_the_copying_sampler_and_hold_less_kv(world):
+    """Sampling m rows per question with one copy of the prefix and question KV: the same tokens here (a random model
+    has no near-ties at these steps), and far fewer KV bytes; the cache key names the mode."""
+    domain, tok, model, prompts = world
+    copying = HFSampler(model, tok, stop=(), max_new_tokens=10, batch_rows=64)
+    shared = HFSampler(model, tok, stop=(), max_new_tokens=10, batch_rows=64, shared_kv=True)
+    ids = copying.encode(prompts)
+    assert copying.decode(ids, 8, 0.7, 5) == shared.decode(ids, 8, 0.7, 5)
+    assert shared.stats.peak_kv_bytes * 4 < copying.stats.peak_kv_bytes
+    assert shared.cache_fields() == {**copying.cache_fields(), "kv": "shared"}

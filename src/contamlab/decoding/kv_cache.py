@@ -17,7 +17,16 @@ MIN_CAPACITY = 64  # positions allocated at least, so short prompts do not reall
 
 
 class GrowingLayer(DynamicLayer):
-    """``DynamicLayer`` with amortised O(1) appends (capacity doubles when full)."""
+    """``DynamicLayer`` with amortised O(1) appends (capacity doubles when full).
+
+    Args:
+        reserve: Positions allocated at the first update at least (a decode that knows its length allocates once).
+    """
+
+    def __init__(self, reserve: int = MIN_CAPACITY) -> None:
+        super().__init__()
+        self.reserve = reserve
+        self.peak_bytes = 0  # the largest key + value buffers this layer has allocated
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         """Start empty; the buffers are allocated on the first update."""
@@ -36,13 +45,14 @@ class GrowingLayer(DynamicLayer):
             self.lazy_initialization(key_states, value_states)
         need = self._n + key_states.shape[-2]
         if self._k is None or need > self._k.shape[-2]:
-            capacity = max(need, 2 * (0 if self._k is None else self._k.shape[-2]), MIN_CAPACITY)
+            capacity = max(need, 2 * (0 if self._k is None else self._k.shape[-2]), self.reserve)
             k = key_states.new_empty((*key_states.shape[:2], capacity, key_states.shape[-1]))  # [B, H, cap, D]
             v = value_states.new_empty((*value_states.shape[:2], capacity, value_states.shape[-1]))
             if self._n:
                 k[:, :, : self._n] = self._k[:, :, : self._n]
                 v[:, :, : self._n] = self._v[:, :, : self._n]
             self._k, self._v = k, v
+            self.peak_bytes = max(self.peak_bytes, 2 * k.numel() * k.element_size())
         self._k[:, :, self._n : need] = key_states
         self._v[:, :, self._n : need] = value_states
         self._n = need
@@ -72,6 +82,7 @@ class GrowingLayer(DynamicLayer):
         if self.get_seq_length() > 0:
             self._k = self._k[:, :, : self._n].repeat_interleave(repeats, dim=0)
             self._v = self._v[:, :, : self._n].repeat_interleave(repeats, dim=0)
+            self.peak_bytes = max(self.peak_bytes, 2 * self._k.numel() * self._k.element_size())
             self._views()
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
@@ -82,8 +93,22 @@ class GrowingLayer(DynamicLayer):
             self._views()
 
 
-def growing_cache(config) -> DynamicCache:
+def growing_cache(config, reserve: int = MIN_CAPACITY) -> DynamicCache:
     """A ``DynamicCache`` for ``config`` whose full-attention layers are :class:`GrowingLayer` (others unchanged)."""
     cache = DynamicCache(config=config)
-    cache.layers = [GrowingLayer() if type(layer) is DynamicLayer else layer for layer in cache.layers]
+    cache.layers = [GrowingLayer(reserve) if type(layer) is DynamicLayer else layer for layer in cache.layers]
     return cache
+
+
+def cache_bytes(cache: DynamicCache | None) -> int:
+    """The most bytes a cache has held for keys and values, spare capacity included (what a decode batch allocates)."""
+    if cache is None:
+        return 0
+    total = 0
+    for layer in cache.layers:
+        if isinstance(layer, GrowingLayer):
+            total += layer.peak_bytes
+        else:
+            tensors = (getattr(layer, "keys", None), getattr(layer, "values", None))
+            total += sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+    return total

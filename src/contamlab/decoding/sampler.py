@@ -4,7 +4,9 @@ Why not ``model.generate(num_return_sequences=m)``: it prefills every prompt m t
 
 - the token prefix shared by every prompt (the few-shot exemplars) is prefilled once per model and its KV cache
   reused for every chunk of questions;
-- each question's own tokens are prefilled once, then its cache is expanded to its m sample rows;
+- each question's own tokens are prefilled once, then its cache is expanded to its m sample rows (``shared_kv``:
+  neither the prefix nor a question's tokens are copied into the rows; the attention layers read one copy of each,
+  :mod:`~contamlab.decoding.shared_kv`);
 - all rows of a chunk (questions × samples) decode together, one forward pass per step, and finished rows leave the
   batch (the cache is compacted once enough of them have finished);
 - a strategy edits the raw logits of every row at every step (vectorised over rows), before temperature.
@@ -24,7 +26,8 @@ from typing import Any, Protocol
 import torch
 from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 
-from contamlab.decoding.kv_cache import growing_cache
+from contamlab.decoding.kv_cache import cache_bytes, growing_cache
+from contamlab.decoding.shared_kv import SharedKV, shared_kv_attention_for
 from contamlab.models.padding import pad_batch
 
 # A strategy's per-step hook: (logits [R, V], generated [R, t], owner [R]) -> logits [R, V].
@@ -38,6 +41,7 @@ class DecodeStats:
     generated_tokens: int = 0
     forward_s: float = 0.0
     wall_s: float = 0.0
+    peak_kv_bytes: int = 0  # the most KV (keys and values, spare capacity included) one decode batch held
 
     @property
     def tokens_per_s(self) -> float:
@@ -78,6 +82,31 @@ def trim_response(
             while ids and len(tokenizer.decode(ids)) > cut:
                 ids = ids[:-1]
     return ids
+
+
+@dataclass
+class Prefilled:
+    """One chunk after its prefill: rows are questions × samples, each question's rows contiguous.
+
+    Attributes:
+        logits: ``[R, V]`` next-token logits of every row.
+        cache: The rows' KV cache (the model's ``cache`` argument).
+        shared: The KV the rows share (shared-KV mode) or None.
+        mask: ``[R, S]`` attention mask over the rows' positions so far (copying mode).
+        next_pos: ``[R]`` the position of each row's next token.
+        owner: ``[R]`` each row's question within the chunk.
+        kv_held: Bytes of KV held besides the rows' cache (the prefix, the question blocks).
+        forward_s: Seconds in the model's forward pass.
+    """
+
+    logits: torch.Tensor
+    cache: DynamicCache
+    shared: SharedKV | None
+    mask: torch.Tensor
+    next_pos: torch.Tensor
+    owner: torch.Tensor
+    kv_held: int
+    forward_s: float
 
 
 class Sampler(Protocol):
@@ -146,6 +175,11 @@ class HFSampler:
         batch_rows: Maximum rows (questions × samples) decoded together.
         compact_fraction: Compact the cache once this share of the rows has finished.
         name: Backend name (``hf``), recorded with the results.
+        draw: How a token is drawn from a row's distribution (:meth:`_draw`).
+        shared_kv: Keep one copy of the shared prefix and of each question's tokens for all their rows
+            (:mod:`~contamlab.decoding.shared_kv`) instead of a copy per row: far less memory and memory traffic with a
+            long few-shot prompt. Same distribution, float rounding of another attention kernel (so the sample cache
+            key names it). Ignored for a model that brings its own cache (``make_cache``).
     """
 
     def __init__(
@@ -158,6 +192,7 @@ class HFSampler:
         compact_fraction: float = 0.125,
         name: str = "hf",
         draw: str = "multinomial",
+        shared_kv: bool = False,
     ) -> None:
         if max_new_tokens <= 0:
             raise ValueError(f"max_new_tokens={max_new_tokens}: must be positive")
@@ -173,6 +208,7 @@ class HFSampler:
         if draw not in ("multinomial", "inverse_cdf"):
             raise ValueError(f"sampler.draw={draw!r}: use multinomial or inverse_cdf")
         self.draw = draw
+        self.shared_kv = bool(shared_kv) and getattr(model, "make_cache", None) is None
         self.eos_id = tokenizer.eos_token_id
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
         self.device = next(model.parameters()).device
@@ -181,6 +217,15 @@ class HFSampler:
             (len(tokenizer(s, add_special_tokens=False)["input_ids"]) for s in self.stop), default=0
         )
         self._stop_window += 2
+        # Tokens that can complete a stop string: their text holds a stop string's last character, or is not a whole
+        # character alone (a byte of a multi-byte character, completed by its neighbours). A stop string ending in
+        # whitespace disables the filter (a tokenizer may drop a lone token's leading space when decoding it).
+        ends = {s[-1] for s in self.stop if s}
+        self._stop_enders: torch.Tensor | None = None
+        if ends and not any(c.isspace() for c in ends):
+            texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
+            enders = [i for i, text in enumerate(texts) if any(c in text for c in ends) or "\ufffd" in text]
+            self._stop_enders = torch.tensor(enders, dtype=torch.long)
         self._prefix_ids: tuple[int, ...] | None = None
         self._prefix_cache: DynamicCache | None = None
         self.stats = DecodeStats()
@@ -261,8 +306,27 @@ class HFSampler:
                 self.last_entropy[q] = ent
         return out
 
-    def _decode_chunk(self, prompts, owners, m, temperature, generator, step_fn, greedy):
-        started = time.perf_counter()
+    def _forward(self, ids, pos, cache, mask, shared: SharedKV | None) -> torch.Tensor:
+        """The model's last-position logits ``[rows, V]`` (through shared-KV attention when ``shared`` is given)."""
+        if shared is None:
+            return self.model(
+                input_ids=ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                position_ids=pos.to(self.device),
+                cache=cache,
+                use_cache=True,
+            ).logits[:, -1, :]
+        with shared_kv_attention_for(self.model):
+            return self.model(
+                input_ids=ids.to(self.device),
+                position_ids=pos.to(self.device),
+                cache=cache,
+                use_cache=True,
+                shared_kv=shared,
+            ).logits[:, -1, :]
+
+    def prefill(self, prompts: Sequence[Sequence[int]], m: int) -> Prefilled:
+        """Prefill one chunk's question blocks after the cached prefix and set up its ``len(prompts) * m`` rows."""
         n_prefix = len(self._prefix_ids)
         n_q = len(prompts)
         suffixes = [p[n_prefix:] for p in prompts]
@@ -270,28 +334,44 @@ class HFSampler:
         ids, question_mask = pad_batch(suffixes, self.pad_id, left=True)  # [Q, W] each
         mask = torch.cat([torch.ones((n_q, n_prefix), dtype=torch.long), question_mask], dim=1)  # [Q, P + W]
         pos = (n_prefix + question_mask.cumsum(dim=1) - 1) * question_mask  # [Q, W]: positions go on from the prefix
-        cache = self._expanded_prefix(n_q)
+        owner = torch.arange(n_q).repeat_interleave(m)  # [R] index into this chunk
+        shared = None
         t0 = time.perf_counter()
-        logits = self.model(
-            input_ids=ids.to(self.device),
-            attention_mask=mask.to(self.device),
-            position_ids=pos.to(self.device),
-            cache=cache,
-            use_cache=True,
-        ).logits[:, -1, :]  # [Q, V]
+        if self.shared_kv:
+            # The question blocks get their own cache, read by their m rows; the rows' cache starts empty.
+            blocks = growing_cache(self.model.config)
+            prefill = SharedKV(prefix=self._prefix_cache, row_mask=question_mask.bool())
+            logits = self._forward(ids, pos, blocks, None, prefill)  # [Q, V]
+            shared = SharedKV(self._prefix_cache, blocks, question_mask.bool(), owner)
+            cache = growing_cache(self.model.config, reserve=self.max_new_tokens)
+            kv_held = cache_bytes(self._prefix_cache) + cache_bytes(blocks)
+        else:
+            cache = self._expanded_prefix(n_q)
+            logits = self._forward(ids, pos, cache, mask, None)  # [Q, V]
+            kv_held = cache_bytes(self._prefix_cache)
         forward_s = time.perf_counter() - t0
         next_pos = torch.tensor([n_prefix + len(s) for s in suffixes])  # [Q]
-        # Expand each question to its m rows (the question's KV is shared, never recomputed).
+        # Expand each question to its m rows (the question's KV is computed once).
         if m > 1:
-            cache.batch_repeat_interleave(m)
+            if shared is None:
+                cache.batch_repeat_interleave(m)
             logits = logits.repeat_interleave(m, dim=0)
             mask = mask.repeat_interleave(m, dim=0)
             next_pos = next_pos.repeat_interleave(m)
+        return Prefilled(logits, cache, shared, mask, next_pos, owner, kv_held, forward_s)
+
+    def _decode_chunk(self, prompts, owners, m, temperature, generator, step_fn, greedy):
+        started = time.perf_counter()
+        batch = self.prefill(prompts, m)
+        logits, cache, shared, mask, next_pos = batch.logits, batch.cache, batch.shared, batch.mask, batch.next_pos
+        owner_local, forward_s, n_q = batch.owner, batch.forward_s, len(prompts)
         n_rows = n_q * m
-        owner_local = torch.arange(n_q).repeat_interleave(m)  # [R] index into this chunk
         owner_global = torch.tensor(owners)[owner_local]  # [R] index into the caller's prompt list
         row_index = torch.arange(n_rows)  # [R] position in the output
-        generated = torch.empty((n_rows, 0), dtype=torch.long)  # [R, t]
+        # Written in place, one column per step (no copy of the whole history per step); hooks see views.
+        tokens = torch.full((n_rows, self.max_new_tokens), self.pad_id, dtype=torch.long)  # [R, T]
+        n_seen = mask.shape[1]
+        mask = torch.cat([mask, torch.ones((n_rows, self.max_new_tokens), dtype=mask.dtype)], dim=1)  # [R, S + T]
         results: list[list[int] | None] = [None] * n_rows
         alive = torch.ones(n_rows, dtype=torch.bool)  # [R]
         entropy_sum = torch.zeros(n_rows, dtype=torch.float64)  # [R] over the row's generated steps (LNE)
@@ -303,7 +383,7 @@ class HFSampler:
                 logp = torch.log_softmax(logits, dim=-1)  # [R, V] raw logits, temperature 1
                 entropy_sum += -(logp.exp() * logp).sum(-1).double().cpu() * alive
             if step_fn is not None:
-                logits = step_fn(logits, generated, owner_global)
+                logits = step_fn(logits, tokens[:, :step], owner_global)
             if greedy:
                 token = logits.argmax(dim=-1)  # [R]
             else:
@@ -311,11 +391,12 @@ class HFSampler:
                 token = self._draw(probs, generator)  # [R]
             token = token.cpu()
             token = torch.where(alive, token, torch.full_like(token, self.pad_id))
-            generated = torch.cat([generated, token[:, None]], dim=1)  # [R, t + 1]
+            tokens[:, step] = token
+            generated = tokens[:, : step + 1]  # [R, t + 1]
             n_generated += int(alive.sum())
             finished = alive & (token == self.eos_id)
             if self.stop:
-                finished |= alive & self._hit_stop(generated)
+                finished |= self._hit_stop(generated, alive & ~finished)
             if step == self.max_new_tokens - 1:
                 finished |= alive
             for r in finished.nonzero().flatten().tolist():
@@ -327,36 +408,50 @@ class HFSampler:
             if (~alive).sum() >= max(1, int(self.compact_fraction * alive.numel())):
                 keep = alive.nonzero().flatten()  # [R']
                 cache.batch_select_indices(keep.to(self.device))
-                mask, next_pos, generated = mask[keep], next_pos[keep], generated[keep]
+                mask, next_pos, tokens = mask[keep], next_pos[keep], tokens[keep]
                 owner_global, row_index, alive = owner_global[keep], row_index[keep], alive[keep]
                 entropy_sum = entropy_sum[keep]
                 token = token[keep]
-            mask = torch.cat([mask, torch.ones((mask.shape[0], 1), dtype=torch.long)], dim=1)  # [R, S + 1]
+                if shared is not None:
+                    owner_local = owner_local[keep]
+                    shared.set_owner(owner_local)
             t0 = time.perf_counter()
-            logits = self.model(
-                input_ids=token[:, None].to(self.device),
-                attention_mask=mask.to(self.device),
-                position_ids=next_pos[:, None].to(self.device),
-                cache=cache,
-                use_cache=True,
-            ).logits[:, -1, :]  # [R, V]
-            forward_s += time.perf_counter() - t0
+            logits = self._forward(token[:, None], next_pos[:, None], cache, mask[:, : n_seen + step + 1], shared)
+            forward_s += time.perf_counter() - t0  # logits: [R, V]
             next_pos = next_pos + 1
+        kv_held = batch.kv_held + cache_bytes(cache)
+        self.stats.peak_kv_bytes = max(self.stats.peak_kv_bytes, kv_held)
         self.stats.generated_tokens += n_generated
         self.stats.forward_s += forward_s
         self.stats.wall_s += time.perf_counter() - started
         responses = [[results[q * m + j] for j in range(m)] for q in range(n_q)]
         return responses, [[entropy_out[q * m + j] for j in range(m)] for q in range(n_q)]
 
-    def _hit_stop(self, generated: torch.Tensor) -> torch.Tensor:
-        """Rows whose decoded tail contains a stop string ([R] bool)."""
-        tails = self.tokenizer.batch_decode(generated[:, -self._stop_window :].tolist(), skip_special_tokens=False)
-        return torch.tensor([any(s in tail for s in self.stop) for tail in tails], dtype=torch.bool)
+    def _hit_stop(self, generated: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """Rows (among ``rows``, default all) whose decoded tail contains a stop string ([R] bool).
+
+        Checked every step, so a stop string can only have completed with the newest token, which then produces its
+        last character: only rows whose newest token can (:attr:`_stop_enders`) are decoded.
+        """
+        candidates = torch.ones(generated.shape[0], dtype=torch.bool) if rows is None else rows.clone()  # [R]
+        if self._stop_enders is not None:
+            candidates &= torch.isin(generated[:, -1], self._stop_enders)
+        hit = torch.zeros(generated.shape[0], dtype=torch.bool)
+        check = candidates.nonzero().flatten()
+        if check.numel():
+            tails = generated[check, -self._stop_window :].tolist()
+            tails = self.tokenizer.batch_decode(tails, skip_special_tokens=False)
+            hit[check] = torch.tensor([any(s in tail for s in self.stop) for tail in tails], dtype=torch.bool)
+        return hit
 
     def cache_fields(self) -> dict:
         """What besides model, prompts and seed changes this sampler's samples (the sample-cache key)."""
         fields = {"batch_rows": self.batch_rows, "compact_fraction": self.compact_fraction}
-        return fields if self.draw == "multinomial" else {**fields, "draw": self.draw}
+        if self.draw != "multinomial":
+            fields["draw"] = self.draw
+        if self.shared_kv:
+            fields["kv"] = "shared"  # another attention kernel: other float rounding, so possibly other samples
+        return fields
 
     def _draw(self, probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """One token per row from ``probs`` ([R, V] on the CPU).

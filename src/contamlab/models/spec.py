@@ -22,7 +22,7 @@ from contamlab.errors import ContamlabError
 
 # Fields that do not change how a simulated model is trained: where the user's own pair lives, how rows are batched
 # and drawn when sampling.
-_NOT_IN_KEY = ("clean", "contaminated", "batch_rows", "draw")
+_NOT_IN_KEY = ("clean", "contaminated", "batch_rows", "draw", "shared_kv")
 _OWN_PAIR = "model.clean=<hub id or path> model.contaminated=<hub id or path>"
 
 
@@ -45,6 +45,7 @@ class ModelSpec:
         trust_remote_code: Allow code from the model repository (off by default, for security).
         batch_rows: HF sampler rows per decode batch (None: the sampler's default).
         draw: The HF sampler's draw (None: the sampler's default).
+        shared_kv: Whether the HF sampler shares the prompt's KV across rows (None: the sampler's default).
     """
 
     #: The ``kind`` recorded in the model key (kept from the YAML-era configs, so keys say what built the model).
@@ -61,6 +62,7 @@ class ModelSpec:
     trust_remote_code: bool = False
     batch_rows: int | None = None
     draw: str | None = None
+    shared_kv: bool | None = None
 
     def key(self) -> dict[str, Any]:
         """What identifies how this model is trained: every field but where the user's pair lives and how to sample."""
