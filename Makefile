@@ -33,12 +33,12 @@ $(STAMP): pyproject.toml
 install: $(STAMP) ## Create .venv and install contamlab with pinned dependencies
 
 # Two pytest workers (pytest-xdist): the longest test trains the default world (about 6.5 minutes on one thread),
-# and the rest of the suite runs beside it; worksteal lets the other worker take the tests queued behind it
-# (plain load scheduling left them waiting: CI 10 min 26 s). TEST_WORKERS=0 runs everything in one process.
+# and the rest of the suite runs beside it (fresh-clone CI: 10 min 26 s; with --dist worksteal 11 min 0 s, one run
+# each). TEST_WORKERS=0 runs everything in one process (13 min 2 s).
 TEST_WORKERS ?= 2
 
 test: $(STAMP) ## Run the test suite (CPU, offline, about 7 minutes on 2 cores)
-	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal
+	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -n $(TEST_WORKERS)
 
 test-slow: $(STAMP) ## Also run the real-model tests (SmolLM2 conversion and forward pass)
 	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -m "slow or not slow"
