@@ -67,28 +67,31 @@ REPRO_SWEEP = hydra.sweep.dir=$(REPRO)
 reproduce: $(STAMP) ## The whole study on the default world -> outputs/reproduce/report.md (tables, figures, detectors)
 	# base -> clean -> contaminated on arith; stream 2 trains the arith_pq contaminated model (about a minute) itself.
 	# Two base threads, as the README's numbers were measured: the default (auto) takes one on a busy machine, whose
-	# world passes the same calibration but differs in float rounding (README, "World v2").
-	$(PY) train.py domain=arith base.num_threads=2
+	# world passes the same calibration but differs in float rounding (README, "World v2"). Its OpenMP threads spin
+	# while they wait (nothing else runs beside this stage): 8,620 vs 7,659 tok/s on 150 steps, one run each.
+	OMP_WAIT_POLICY=ACTIVE $(PY) train.py domain=arith base.num_threads=2
 	mkdir -p $(REPRO)
 	$(MAKE) --no-print-directory -j2 _repro-arith _repro-arith_pq
 	$(PY) -m contamlab.analysis.report $(REPRO)
 	@echo "report: $(REPRO)/report.md"
 
-_repro-arith: # stream 1: Tables 1-2 on arith, Figures 1-2, six of the eight Table 4 ablation runs
+_repro-arith: # stream 1: Tables 1-2 on arith, Figures 1-2, the Table 4 ablation (n = 4 is Table 1's RailCap, cached)
 	$(EVAL) experiment=figure1 domain=arith analysis.stability=true $(REPRO_SWEEP)/figures_arith
 	$(EVAL) experiment=table1 domain=arith $(REPRO_SWEEP)/table1_arith
-	$(EVAL) experiment=table4 domain=arith railcap_ablation=n1,n4,n5,n6,n7,ban $(REPRO_SWEEP)/table4_arith_a
+	$(EVAL) experiment=table4 domain=arith $(REPRO_SWEEP)/table4_arith
 
 # stream 2: the detectors (while stream 1 samples the clean model), the arith_pq contaminated model and the detectors
-# on it (the leaderboard's paraphrased form), Tables 1-3 and Figure 1 on arith_pq, the other two Table 4 runs (stream
-# 2 trains the arith_pq model, so it takes fewer)
+# on it (the leaderboard's paraphrased form), Tables 1-3 and Figure 1 on arith_pq. Per-job times (README, "Speed"):
+# make reproduce-profile
 _repro-arith_pq:
 	$(EVAL) experiment=detectors domain=arith $(REPRO_SWEEP)/detectors_arith
 	$(PY) train.py domain=arith_pq
 	$(EVAL) experiment=detectors domain=arith_pq $(REPRO_SWEEP)/detectors_arith_pq
 	$(EVAL) experiment=figure1 domain=arith_pq $(REPRO_SWEEP)/figures_arith_pq
 	$(EVAL) experiment=table1 domain=arith_pq $(REPRO_SWEEP)/table1_arith_pq
-	$(EVAL) experiment=table4 domain=arith railcap_ablation=n2,n3 $(REPRO_SWEEP)/table4_arith_b
+
+reproduce-profile: ## Where make reproduce's time went: each job's wall time and sampling rate, per stream
+	$(PY) -m contamlab.analysis.profile $(REPRO)
 
 reproduce-paper: $(STAMP) ## The paper's grid on GPUs: model=pythia,llama2,gemma x domain=gsm8k,pq, sampler=vllm
 	for model in pythia llama2 gemma; do for domain in gsm8k pq; do \

@@ -57,6 +57,11 @@ def configured_draw(model_name: str) -> str:
     return str(compose("evaluate", [f"model={model_name}"]).sampler.draw)
 
 
+def configured_batch_rows(model_name: str) -> int:
+    """The HF sampler's rows per decode batch that evaluate.py uses for this model (``sampler.batch_rows``)."""
+    return int(compose("evaluate", [f"model={model_name}"]).sampler.batch_rows)
+
+
 def configured_shared_kv(model_name: str) -> bool:
     """Whether evaluate.py's HF sampler shares the prompt's KV for this model (``sampler.shared_kv``)."""
     return bool(compose("evaluate", [f"model={model_name}"]).sampler.shared_kv)
@@ -175,12 +180,16 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--loop-questions", type=int, default=2, help="questions for the per-sample generate loop")
-    parser.add_argument("--batch-rows", type=int, default=256, help="rows per decode batch of the sampler")
+    parser.add_argument(
+        "--batch-rows", type=int, default=None, help="rows per decode batch (default: the model config's sampler)"
+    )
     parser.add_argument("--compare-kv", action=argparse.BooleanOptionalAction, default=None, help="default: smollm2")
     parser.add_argument("--copy-rows", type=int, default=64, help="the copying sampler's rows (best: 64)")
     parser.add_argument("--skip-generate", action="store_true", help="skip the generate() baselines")
     parser.add_argument("--only-kv", action="store_true", help="only the copying vs shared-KV comparison")
     args = parser.parse_args()
+    if args.batch_rows is None:
+        args.batch_rows = configured_batch_rows(args.model)
     compare_kv = args.model == "smollm2" if args.compare_kv is None else args.compare_kv
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -173,6 +173,32 @@ def test_ngram_starting_points():
     assert benbench.ngram_starts(7, 5) == [2, 2, 2, 2, 2]  # short samples repeat a start
 
 
+def test_teacher_forced_ngrams_equal_greedy_generation(tok, model):
+    """BenBench's n-gram continuations read off a teacher-forced pass equal those HF ``generate`` produces greedily:
+    on exact matches (no generation), on mismatches (generated from the first wrong token on) and on prompts that
+    re-tokenising changed (generated whole)."""
+    pad, eos = tok.pad_token_id, tok.eos_token_id
+    head = list(tok("", add_special_tokens=True)["input_ids"])
+    texts = {}
+    for i, text in enumerate(TEXTS[:4]):
+        seed = list(tok(text[:24], add_special_tokens=False)["input_ids"])
+        # the model's own greedy continuation: every n-gram inside it matches
+        texts[i] = seed + benbench.greedy_continuations(model, [head + seed], 30, pad, None)[0]
+        texts[4 + i] = list(tok(text, add_special_tokens=False)["input_ids"])  # training text: mostly mismatches
+    jobs = [(i, s, n) for n in (3, 6) for i in sorted(texts) for s in benbench.ngram_starts(len(texts[i]), n, 5)]
+    prompts = [list(tok(tok.decode(texts[i][:s]), add_special_tokens=True)["input_ids"]) for i, s, _ in jobs]
+    prompts[0] = prompts[0] + [prompts[0][-1]]  # a prompt that is not its text's prefix: generated whole
+    fast = benbench.teacher_forced_ngrams(model, head, texts, jobs, prompts, pad, eos, batch_size=7, batch_tokens=96)
+    for n in (3, 6):
+        rows = [r for r, job in enumerate(jobs) if job[2] == n]
+        slow = benbench.greedy_continuations(model, [prompts[r] for r in rows], n, pad, eos, batch_size=7)
+        assert [fast[r] for r in rows] == slow
+        exact = [gen == texts[jobs[r][0]][jobs[r][1] : jobs[r][1] + n] for r, gen in zip(rows, slow)]
+        assert 0 < sum(exact) < len(exact)  # matches and mismatches both occur
+    aligned = [p == head + texts[i][:s] for (i, s, _), p in zip(jobs, prompts)]
+    assert not aligned[0] and sum(aligned) >= len(jobs) // 2, sum(aligned)  # most are read off the pass
+
+
 def test_exact_match_and_lenient_scores():
     assert benbench.exact_match([1, 2, 3], [1, 2, 3]) and not benbench.exact_match([1, 2], [1, 2, 3])
     assert benbench.edit_similarity("abcd", "abcx") == pytest.approx(0.75)

@@ -21,6 +21,9 @@ def test_matches_dynamic_layer_through_prefill_repeat_decode_select_crop():
         if step == 20:
             for layer in (grow, ref):
                 layer.batch_select_indices(torch.tensor([0, 2]))  # a row finished
+        if step == 30:
+            for layer in (grow, ref):
+                layer.batch_select_indices(torch.tensor([1, 0]))  # moved in place, in any order
         out_grow, out_ref = grow.update(k, v), ref.update(k, v)
         assert torch.equal(out_grow[0], out_ref[0]) and torch.equal(out_grow[1], out_ref[1])
     assert grow.get_seq_length() == ref.get_seq_length() == 5 + MIN_CAPACITY + 10

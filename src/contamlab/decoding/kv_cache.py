@@ -86,10 +86,20 @@ class GrowingLayer(DynamicLayer):
             self._views()
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
-        """Keep the rows ``indices`` (spare capacity kept, so the next steps still append in place)."""
+        """Keep the rows ``indices`` (spare capacity kept, so the next steps still append in place).
+
+        The kept rows' filled positions move to the front of the same buffers: a copy of the filled part only, not of
+        the spare capacity (which a decode that reserves its whole length makes the larger part early on).
+        """
         if self.get_seq_length() > 0:
-            self._k = self._k[indices]
-            self._v = self._v[indices]
+            rows = indices.numel()
+            if rows > self._k.shape[0]:  # more rows than before (repeated indices): a new buffer
+                self._k, self._v = self._k[indices], self._v[indices]
+                self._views()
+                return
+            for buffer in (self._k, self._v):
+                buffer[:rows, :, : self._n] = buffer[indices, :, : self._n]  # [R', H, n, D]; the right side is a copy
+            self._k, self._v = self._k[:rows], self._v[:rows]
             self._views()
 
 

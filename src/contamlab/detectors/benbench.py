@@ -7,8 +7,10 @@ detection.md §2, following GAIR-NLP/benbench:
 - n-gram accuracy (n = 5 and 10): tokens of question + " " + solution, 5 starting points
   ``linspace(2, min(L, max_positions) - n, 5)`` (truncated); each prefix is detokenised, re-tokenised, and continued
   greedily for exactly n tokens; correct iff the generated ids equal the next n reference ids (a continuation that
-  stops early is wrong from its end on). Lenient variants on decoded strings: edit similarity >= 0.9 and ROUGE-L F
-  >= 0.75 (configurable). A sample with all five n-grams correct is flagged (instance level).
+  stops early is wrong from its end on). The greedy predictions come from one teacher-forced pass over each text;
+  only the part after a prompt's first mismatch is generated (:func:`teacher_forced_ngrams`, same continuations).
+  Lenient variants on decoded strings: edit similarity >= 0.9 and ROUGE-L F >= 0.75 (configurable). A sample with all
+  five n-grams correct is flagged (instance level).
 - Δ = relative gap between the original and its paraphrased references (the mean over the references, 3 full
   rewrites where available), in percent, positive = the original is more predictable. The paper normalises the
   decrement by the *original* score (§3.3, Figure 3): δ_acc = (M_ori - M_ref) / M_ori x 100 (None when M_ori = 0),
@@ -31,12 +33,13 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from rapidfuzz.distance import Levenshtein
-from tqdm.auto import tqdm
+from transformers.cache_utils import DynamicLayer
 
 from contamlab.data.question import Question
+from contamlab.decoding.kv_cache import growing_cache
 from contamlab.detectors.base import RUNTIME, DetectionContext, Detector, DetectorOutput
 from contamlab.detectors.paraphrase import Paraphraser, reference_versions
-from contamlab.detectors.scoring import score_sequences
+from contamlab.detectors.scoring import default_batch_tokens, length_batches, score_sequences
 from contamlab.errors import ContamlabError
 from contamlab.models.padding import pad_batch
 
@@ -129,6 +132,184 @@ def greedy_continuations(
     return out  # type: ignore[return-value]
 
 
+@torch.no_grad()
+def teacher_forced_ngrams(
+    model,
+    head: Sequence[int],
+    texts: dict[int, list[int]],
+    jobs: Sequence[tuple[int, int, int]],
+    prompts: Sequence[Sequence[int]],
+    pad_id: int,
+    eos_id: int | None,
+    batch_size: int = 64,
+    batch_tokens: int | None = None,
+    max_positions: int | None = None,
+) -> list[list[int]]:
+    """The greedy continuations of :func:`greedy_continuations`, read off one teacher-forced pass over each text.
+
+    Greedy decoding reproduces the reference for as long as the argmax after each reference prefix is the next
+    reference token. So for a prompt that is its text's own prefix (``head + tokens[:s]``: true unless re-tokenising
+    the decoded prefix changed it), one forward pass over the whole text gives the continuation up to its first
+    mismatch, and the KV cache of that pass is the prompt's prefill for the rest: a row that mismatches at step j
+    decodes its remaining ``n - j - 1`` tokens from the cache, with no prefill of its own. Other prompts (and models
+    whose cache is not a plain per-position one) are continued by :func:`greedy_continuations` as a whole.
+
+    Args:
+        model: The causal LM.
+        head: The ids the tokenizer puts before a text (BOS or nothing).
+        texts: Token ids of each text, by question index.
+        jobs: ``(question index, start, n)`` per prompt: continue ``n`` tokens after ``texts[i][:start]``.
+        prompts: The re-tokenised prefixes, one per job.
+        pad_id: Padding id.
+        eos_id: A continuation ends at EOS (excluded), as :func:`greedy_continuations` cuts it.
+        batch_size: Rows per generation batch of the fallback.
+        batch_tokens: Rows x length per teacher-forced pass (None: :func:`default_batch_tokens`).
+        max_positions: The model's context; texts are cut to it.
+
+    Returns:
+        Per job the continuation ids (at most ``n``): those of ``greedy_continuations(model, [prompt], n)`` up to float
+        rounding of the other batch shapes.
+    """
+    device = next(model.parameters()).device
+    head = list(head)
+    full = {i: (head + seq)[:max_positions] if max_positions else head + seq for i, seq in texts.items()}
+    out: list[list[int]] = [[] for _ in jobs]
+    by_text: dict[int, list[int]] = {}  # text -> the jobs read off its pass
+    whole: list[int] = []  # jobs generated from their prompt
+    for r, ((i, s, n), prompt) in enumerate(zip(jobs, prompts)):
+        if list(prompt) != head + texts[i][:s] or len(head) + s + n > len(full[i]):
+            whole.append(r)
+        else:
+            by_text.setdefault(i, []).append(r)
+    order = list(by_text)
+    budget = batch_tokens or default_batch_tokens(device)
+    pending: list[_Row] = []  # rows to continue, decoded together once enough of them have gathered
+    for group in length_batches([len(full[i]) for i in order], budget):
+        group_texts = [order[g] for g in group]
+        ids, mask = pad_batch([full[i] for i in group_texts], pad_id)  # [B, T] each, right-padded
+        result = model(input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=True)
+        top1 = result.logits.argmax(dim=-1).cpu()  # [B, T]: the greedy choice after each prefix
+        plain = all(type(layer) is DynamicLayer for layer in result.cache.layers)
+        for b, i in enumerate(group_texts):
+            for r in by_text[i]:
+                _, s, n = jobs[r]
+                start = len(head) + s  # prompt length: top1[b, start - 1 + j] is the greedy choice for token s + j
+                ref = texts[i][s : s + n]
+                j = 0
+                while j < n and int(top1[b, start - 1 + j]) == ref[j]:
+                    j += 1
+                out[r] = list(ref[:j])
+                if j == n:
+                    continue
+                token = int(top1[b, start - 1 + j])
+                if token == eos_id:
+                    continue
+                out[r].append(token)
+                if j == n - 1:
+                    continue
+                length = start + j  # the row's prefix: full[i][:length], then token
+                if plain:  # its keys and values from the pass ([H, length, D] per layer)
+                    kv = [
+                        (lay.keys[b, :, :length].clone(), lay.values[b, :, :length].clone())
+                        for lay in result.cache.layers
+                    ]
+                    pending.append(_Row(r, length, token, n - 1 - j, kv))
+                else:
+                    pending.append(_Row(r, length, token, n - 1 - j, None, full[i][:length] + [token]))
+        if len(pending) >= _PENDING_ROWS or sum(row.nbytes() for row in pending) >= _PENDING_BYTES:
+            _flush(model, pending, out, pad_id, eos_id, batch_size)
+    _flush(model, pending, out, pad_id, eos_id, batch_size)
+    if whole:
+        generated = greedy_continuations(
+            model, [prompts[r] for r in whole], max(jobs[r][2] for r in whole), pad_id, eos_id, batch_size
+        )
+        for r, tokens in zip(whole, generated):
+            out[r] = tokens[: jobs[r][2]]  # a greedy continuation's first n tokens do not depend on how many follow
+    return out
+
+
+# A batch of continuations is decoded once this many rows, or this much prefix KV, have gathered (larger batches
+# measured slower on a CPU: their fresh buffers cost more in page faults than the fewer steps save).
+_PENDING_ROWS = 256
+_PENDING_BYTES = 2**28
+
+
+@dataclass
+class _Row:
+    """A continuation to decode: job ``job`` goes on after its prefix (``length`` positions) with ``token``."""
+
+    job: int
+    length: int
+    token: int
+    steps: int  # tokens still to generate after ``token``
+    kv: list[tuple[torch.Tensor, torch.Tensor]] | None  # the prefix's keys and values per layer, [H, length, D] each
+    prompt: list[int] | None = None  # prefix + token, for a model whose cache cannot be sliced (generated whole)
+
+    def nbytes(self) -> int:
+        return sum(k.numel() * k.element_size() * 2 for k, _ in self.kv or [])
+
+
+def _flush(model, pending: list[_Row], out: list[list[int]], pad_id: int, eos_id: int | None, batch_size: int) -> None:
+    """Decode the pending continuations into ``out`` (and empty ``pending``)."""
+    cached = [row for row in pending if row.kv is not None]
+    if cached:
+        _continue_from_cache(model, cached, out, eos_id)
+    prompted = [row for row in pending if row.kv is None]
+    if prompted:
+        tails = greedy_continuations(
+            model, [row.prompt for row in prompted], max(row.steps for row in prompted), pad_id, eos_id, batch_size
+        )
+        for row, tail in zip(prompted, tails):
+            out[row.job] += tail[: row.steps]
+    pending.clear()
+
+
+def _continue_from_cache(model, rows: list[_Row], out: list[list[int]], eos_id: int | None) -> None:
+    """Greedy steps for ``rows`` after their prefixes, from the prefixes' keys and values.
+
+    Each row's prefix KV is right-aligned in one width and the left padding masked, as a left-padded prefill leaves
+    it; then the rows decode together, each for its own number of steps (or to EOS, which is not kept).
+    """
+    device = next(model.parameters()).device
+    count = len(rows)
+    lengths = torch.tensor([row.length for row in rows])  # [R]
+    steps = torch.tensor([row.steps for row in rows])  # [R]
+    width, most = int(lengths.max()), int(steps.max())
+    mask = (torch.arange(width)[None, :] >= (width - lengths)[:, None]).long()  # [R, W]: 0 on the left padding
+    cache = growing_cache(model.config, reserve=width + most)
+    for index in range(len(rows[0].kv)):
+        heads, _, dim = rows[0].kv[index][0].shape
+        keys = rows[0].kv[index][0].new_empty((count, heads, width, dim))  # [R, H, W, D]
+        values = torch.empty_like(keys)
+        for r, row in enumerate(rows):
+            pad = width - row.length
+            keys[r, :, :pad] = values[r, :, :pad] = 0  # masked, but must be finite (0 x NaN is NaN)
+            keys[r, :, pad:], values[r, :, pad:] = row.kv[index]
+        cache.update(keys, values, index)
+    token = torch.tensor([row.token for row in rows])[:, None]  # [R, 1]
+    position = lengths[:, None].clone()  # [R, 1]: the position of the token fed next
+    generated = torch.full((count, most), -1, dtype=torch.long)  # [R, S]
+    done = torch.zeros(count, dtype=torch.bool)  # [R]
+    for step in range(most):
+        mask = torch.cat([mask, torch.ones((count, 1), dtype=mask.dtype)], dim=1)  # [R, W + step + 1]
+        logits = model(
+            input_ids=token.to(device),
+            attention_mask=mask.to(device),
+            position_ids=position.to(device),
+            cache=cache,
+            use_cache=True,
+        ).logits[:, -1, :]  # [R, V]
+        token = logits.argmax(dim=-1, keepdim=True).cpu()  # [R, 1]
+        generated[:, step] = token[:, 0]
+        position = position + 1
+        done |= (token[:, 0] == eos_id) | (steps <= step + 1)
+        if done.all():
+            break
+    for row, tokens in zip(rows, generated.tolist()):
+        tokens = tokens[: row.steps]
+        out[row.job] += tokens[: tokens.index(eos_id)] if eos_id in tokens else tokens
+
+
 @dataclass(frozen=True)
 class BenBenchDetector(Detector):
     """BenBench's atomic metrics, Δ against paraphrased references, δ_train-test and instance-level flags.
@@ -194,28 +375,36 @@ class BenBenchDetector(Detector):
             start = answer_mask_start(tok, seq)
             if start is not None and start < len(seq):
                 out["ppl"][i] = answer_ppl(st.logprobs, start)
-        # n-gram accuracy
+        # n-gram accuracy: one teacher-forced pass over every text gives the greedy prediction after each of its
+        # prefixes; generation is needed only from a prompt's first mismatch on (teacher_forced_ngrams).
         max_pos = getattr(getattr(model, "config", None), "max_position_embeddings", None)
         tokens = {
             i: list(tok(f"{questions[i].question} {questions[i].solution}", add_special_tokens=False)["input_ids"])
             for i in present
         }
+        head = list(tok("", add_special_tokens=True)["input_ids"])
+        jobs: list[tuple[int, int, int]] = []  # (question index, start, n)
         for n in self.ngram:
-            jobs: list[tuple[int, int]] = []  # (question index, start)
             for i in present:
-                starts = ngram_starts(len(tokens[i]), n, self.n_starts, max_pos)
-                jobs += [(i, s) for s in starts or []]
-            prompts = [list(tok(tok.decode(tokens[i][:s]), add_special_tokens=True)["input_ids"]) for i, s in jobs]
-            generated: list[list[int]] = []
-            bar = tqdm(total=len(prompts), desc=f"{desc} {n}-gram", unit="prompt", disable=not ctx.progress)
-            for chunk in range(0, len(prompts), self.batch_size * 8):
-                part = prompts[chunk : chunk + self.batch_size * 8]
-                generated += greedy_continuations(model, part, n, tok.pad_token_id, tok.eos_token_id, self.batch_size)
-                bar.update(len(part))
-            bar.close()
+                jobs += [(i, s, n) for s in ngram_starts(len(tokens[i]), n, self.n_starts, max_pos) or []]
+        prompts = [list(tok(tok.decode(tokens[i][:s]), add_special_tokens=True)["input_ids"]) for i, s, _ in jobs]
+        continuations = teacher_forced_ngrams(
+            model,
+            head,
+            tokens,
+            jobs,
+            prompts,
+            tok.pad_token_id,
+            tok.eos_token_id,
+            self.batch_size,
+            self.batch_tokens,
+            max_pos,
+        )
+        for n in self.ngram:
+            picked = [(i, s, gen) for (i, s, n_job), gen in zip(jobs, continuations) if n_job == n]
             em, ed, rl = (np.full((len(questions), self.n_starts), np.nan) for _ in range(3))
             slot: dict[int, int] = {}
-            for (i, s), gen in zip(jobs, generated):
+            for i, s, gen in picked:
                 j = slot.get(i, 0)
                 slot[i] = j + 1
                 ref_ids = tokens[i][s : s + n]
