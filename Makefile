@@ -73,7 +73,8 @@ reproduce: $(STAMP) ## The whole study on the default world -> outputs/reproduce
 	mkdir -p $(REPRO)
 	$(MAKE) --no-print-directory -j2 _repro-arith _repro-arith_pq
 	$(PY) -m contamlab.analysis.report $(REPRO)
-	@echo "report: $(REPRO)/report.md"
+	$(PY) -m contamlab.analysis.profile $(REPRO) > $(REPRO)/profile.md
+	@echo "report: $(REPRO)/report.md (each job's time: $(REPRO)/profile.md)"
 
 _repro-arith: # stream 1: Tables 1-2 on arith, Figures 1-2, the Table 4 ablation (n = 4 is Table 1's RailCap, cached)
 	$(EVAL) experiment=figure1 domain=arith analysis.stability=true $(REPRO_SWEEP)/figures_arith
