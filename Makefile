@@ -32,13 +32,13 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## Create .venv and install contamlab with pinned dependencies
 
-# Two pytest workers (pytest-xdist): the longest test trains the default world (about 6.5 minutes on one thread),
-# and the rest of the suite runs beside it (fresh-clone CI: 10 min 26 s; with --dist worksteal 11 min 0 s, one run
-# each). TEST_WORKERS=0 runs everything in one process (13 min 2 s).
+# Two pytest workers (pytest-xdist): the longest test trains the default world (6.5 to 10 minutes on one thread,
+# by machine), and the rest of the suite runs beside it (fresh-clone CI: 10 min 26 s; with --dist worksteal 11 min 0 s,
+# one run each). TEST_WORKERS=0 runs everything in one process (13 min 2 s). The 25 slowest tests are printed.
 TEST_WORKERS ?= 2
 
-test: $(STAMP) ## Run the test suite (CPU, offline, about 7 minutes on 2 cores)
-	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -n $(TEST_WORKERS)
+test: $(STAMP) ## Run the test suite (CPU, offline, 9 to 15 minutes on 2 cores, by machine)
+	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -n $(TEST_WORKERS) --durations=25
 
 test-slow: $(STAMP) ## Also run the real-model tests (SmolLM2 conversion and forward pass)
 	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -m "slow or not slow"
@@ -67,29 +67,31 @@ REPRO_SWEEP = hydra.sweep.dir=$(REPRO)
 reproduce: $(STAMP) ## The whole study on the default world -> outputs/reproduce/report.md (tables, figures, detectors)
 	# base -> clean -> contaminated on arith; stream 2 trains the arith_pq contaminated model (about a minute) itself.
 	# Two base threads, as the README's numbers were measured: the default (auto) takes one on a busy machine, whose
-	# world passes the same calibration but differs in float rounding (README, "World v2"). Its OpenMP threads spin
-	# while they wait (nothing else runs beside this stage): 8,620 vs 7,659 tok/s on 150 steps, one run each.
-	OMP_WAIT_POLICY=ACTIVE $(PY) train.py domain=arith base.num_threads=2
+	# world passes the same calibration but differs in float rounding (README, "World v2").
+	$(PY) train.py domain=arith base.num_threads=2
 	mkdir -p $(REPRO)
 	$(MAKE) --no-print-directory -j2 _repro-arith _repro-arith_pq
 	$(PY) -m contamlab.analysis.report $(REPRO)
 	$(PY) -m contamlab.analysis.profile $(REPRO) > $(REPRO)/profile.md
 	@echo "report: $(REPRO)/report.md (each job's time: $(REPRO)/profile.md)"
 
-_repro-arith: # stream 1: Tables 1-2 on arith, Figures 1-2, the Table 4 ablation (n = 4 is Table 1's RailCap, cached)
+_repro-arith: # stream 1: Tables 1-2 on arith, Figures 1-2, the Table 4 ablation (n = 4 is Table 1's RailCap, cached),
+	# then TED and LNE on arith_pq (stream 2 has trained its model by then: train.py finds it done)
 	$(EVAL) experiment=figure1 domain=arith analysis.stability=true $(REPRO_SWEEP)/figures_arith
 	$(EVAL) experiment=table1 domain=arith $(REPRO_SWEEP)/table1_arith
 	$(EVAL) experiment=table4 domain=arith $(REPRO_SWEEP)/table4_arith
+	$(PY) train.py domain=arith_pq
+	$(EVAL) experiment=table1 domain=arith_pq strategy=ted,lne $(REPRO_SWEEP)/table1_arith_pq_a
 
 # stream 2: the detectors (while stream 1 samples the clean model), the arith_pq contaminated model and the detectors
-# on it (the leaderboard's paraphrased form), Tables 1-3 and Figure 1 on arith_pq. Per-job times (README, "Speed"):
-# make reproduce-profile
+# on it (the leaderboard's paraphrased form), Figure 1 and the rest of Tables 1-3 on arith_pq. Each job's wall time:
+# outputs/reproduce/profile.md (make reproduce-profile).
 _repro-arith_pq:
 	$(EVAL) experiment=detectors domain=arith $(REPRO_SWEEP)/detectors_arith
 	$(PY) train.py domain=arith_pq
 	$(EVAL) experiment=detectors domain=arith_pq $(REPRO_SWEEP)/detectors_arith_pq
 	$(EVAL) experiment=figure1 domain=arith_pq $(REPRO_SWEEP)/figures_arith_pq
-	$(EVAL) experiment=table1 domain=arith_pq $(REPRO_SWEEP)/table1_arith_pq
+	$(EVAL) experiment=table1 domain=arith_pq strategy=identity,shortcut,railcap,all_zero $(REPRO_SWEEP)/table1_arith_pq
 
 reproduce-profile: ## Where make reproduce's time went: each job's wall time and sampling rate, per stream
 	$(PY) -m contamlab.analysis.profile $(REPRO)
