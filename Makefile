@@ -178,4 +178,4 @@ clean: ## Remove outputs, caches and the virtual environment
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 .PHONY: help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
-	_repro-arith_pq bench bench-smollm2 smollm2-run sync wandb-report clean
+	_repro-arith_pq reproduce-profile bench bench-smollm2 smollm2-run sync wandb-report clean
