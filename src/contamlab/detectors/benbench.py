@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from rapidfuzz.distance import Levenshtein
+from tqdm.auto import tqdm
 from transformers.cache_utils import DynamicLayer
 
 from contamlab.data.question import Question
@@ -144,6 +145,8 @@ def teacher_forced_ngrams(
     batch_size: int = 64,
     batch_tokens: int | None = None,
     max_positions: int | None = None,
+    progress: bool = False,
+    desc: str = "n-grams",
 ) -> list[list[int]]:
     """The greedy continuations of :func:`greedy_continuations`, read off one teacher-forced pass over each text.
 
@@ -165,6 +168,8 @@ def teacher_forced_ngrams(
         batch_size: Rows per generation batch of the fallback.
         batch_tokens: Rows x length per teacher-forced pass (None: :func:`default_batch_tokens`).
         max_positions: The model's context; texts are cut to it.
+        progress: Show a progress bar over the prompts.
+        desc: Its label.
 
     Returns:
         Per job the continuation ids (at most ``n``): those of ``greedy_continuations(model, [prompt], n)`` up to float
@@ -184,6 +189,7 @@ def teacher_forced_ngrams(
     order = list(by_text)
     budget = batch_tokens or default_batch_tokens(device)
     pending: list[_Row] = []  # rows to continue, decoded together once enough of them have gathered
+    bar = tqdm(total=len(jobs), desc=desc, unit="prompt", disable=not progress)
     for group in length_batches([len(full[i]) for i in order], budget):
         group_texts = [order[g] for g in group]
         ids, mask = pad_batch([full[i] for i in group_texts], pad_id)  # [B, T] each, right-padded
@@ -218,6 +224,7 @@ def teacher_forced_ngrams(
                     pending.append(_Row(r, length, token, n - 1 - j, None, full[i][:length] + [token]))
         if len(pending) >= _PENDING_ROWS or sum(row.nbytes() for row in pending) >= _PENDING_BYTES:
             _flush(model, pending, out, pad_id, eos_id, batch_size)
+        bar.update(sum(len(by_text[i]) for i in group_texts))
     _flush(model, pending, out, pad_id, eos_id, batch_size)
     if whole:
         generated = greedy_continuations(
@@ -225,6 +232,8 @@ def teacher_forced_ngrams(
         )
         for r, tokens in zip(whole, generated):
             out[r] = tokens[: jobs[r][2]]  # a greedy continuation's first n tokens do not depend on how many follow
+        bar.update(len(whole))
+    bar.close()
     return out
 
 
@@ -399,6 +408,8 @@ class BenBenchDetector(Detector):
             self.batch_size,
             self.batch_tokens,
             max_pos,
+            progress=ctx.progress,
+            desc=f"{desc} n-grams",
         )
         for n in self.ngram:
             picked = [(i, s, gen) for (i, s, n_job), gen in zip(jobs, continuations) if n_job == n]

@@ -34,14 +34,11 @@ class TokenStats:
         logprobs: ``log p(x_t | x_<t)`` for t = 1..L-1 (float32).
         mu: Vocabulary mean of log p at each position, ``Σ_v p_v log p_v`` (Min-K%++), or None.
         sigma: Vocabulary standard deviation of log p at each position (clamped to >= 1e-6), or None.
-        top1: The argmax token after each prefix ``x_<=t`` for t = 0..L-2, the greedy prediction of ``x_t+1`` (int64),
-            or None.
     """
 
     logprobs: np.ndarray
     mu: np.ndarray | None = None
     sigma: np.ndarray | None = None
-    top1: np.ndarray | None = None
 
 
 def _plain(model) -> tuple[torch.nn.Module, torch.nn.Module] | None:
@@ -87,7 +84,6 @@ def score_sequences(
     sequences: Sequence[Sequence[int]],
     pad_id: int,
     moments: bool = False,
-    top1: bool = False,
     batch_tokens: int | None = None,
     logit_elements: int = 2**25,
     progress: bool = False,
@@ -100,7 +96,6 @@ def score_sequences(
         sequences: Token ids, special tokens included as the tokenizer adds them.
         pad_id: Id used for right padding (never scored).
         moments: Also return the per-position mean and standard deviation of log p over the vocabulary.
-        top1: Also return the argmax token at every position (teacher-forced greedy predictions).
         batch_tokens: Budget of rows x padded length per forward pass (None: :func:`default_batch_tokens`).
         logit_elements: Budget of logit elements (rows x positions x vocab) materialised at once.
         progress: Show a progress bar.
@@ -122,8 +117,7 @@ def score_sequences(
         if longest < 2:
             for i in batch:
                 empty = np.zeros(0, dtype=np.float32)
-                none = np.zeros(0, dtype=np.int64) if top1 else None
-                out[i] = TokenStats(empty, empty.copy() if moments else None, empty.copy() if moments else None, none)
+                out[i] = TokenStats(empty, empty.copy() if moments else None, empty.copy() if moments else None)
             continue
         ids, mask = pad_batch([sequences[i] for i in batch], pad_id)  # [B, T] each
         ids, mask = ids.to(device), mask.to(device)
@@ -136,7 +130,7 @@ def score_sequences(
             project = None
         vocab = project.weight.shape[0] if project is not None else hidden.shape[-1]
         step = max(1, logit_elements // (len(batch) * vocab))
-        lp, mu, sd, best = [], [], [], []
+        lp, mu, sd = [], [], []
         for start in range(0, longest - 1, step):
             stop = min(start + step, longest - 1)
             chunk = hidden[:, start:stop]
@@ -144,8 +138,6 @@ def score_sequences(
             logp = torch.log_softmax(logits, dim=-1)  # [B, c, V]
             target = ids[:, start + 1 : stop + 1]  # [B, c]
             lp.append(logp.gather(-1, target.unsqueeze(-1)).squeeze(-1))  # [B, c]
-            if top1:
-                best.append(logits.argmax(dim=-1))  # [B, c]
             if moments:
                 p = logp.exp()  # [B, c, V]
                 m1 = (p * logp).sum(-1)  # [B, c]
@@ -156,14 +148,12 @@ def score_sequences(
         lp_all = torch.cat(lp, dim=1).cpu().numpy()  # [B, T-1]
         mu_all = torch.cat(mu, dim=1).cpu().numpy() if moments else None
         sd_all = torch.cat(sd, dim=1).cpu().numpy() if moments else None
-        best_all = torch.cat(best, dim=1).cpu().numpy() if top1 else None
         for row, i in enumerate(batch):
             n = max(lengths[i] - 1, 0)  # real positions only: padding never scored
             out[i] = TokenStats(
                 lp_all[row, :n].astype(np.float32),
                 mu_all[row, :n].astype(np.float32) if moments else None,
                 sd_all[row, :n].astype(np.float32) if moments else None,
-                best_all[row, :n].astype(np.int64) if top1 else None,
             )
         bar.update(sum(lengths[i] for i in batch))
     bar.close()
