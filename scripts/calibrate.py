@@ -54,11 +54,15 @@ def _sampler(cfg, domain, source: str):
     )
 
 
-def runner_up(cfg, domain, source: str, greedy) -> dict:
-    """(d) on one model (its cached greedy responses)."""
-    from contamlab.analysis.world import runner_up_survival
+def runner_up(sampler, domain, questions, greedy, seed: int, progress: bool = False) -> dict:
+    """(d) on one model (its greedy responses), with the split by the kind of token replaced; the per-branch records
+    stay out of the report (their count is in it)."""
+    from contamlab.analysis.world import runner_up_survival, survival_by_kind
 
-    return runner_up_survival(_sampler(cfg, domain, source), domain, domain.test, greedy, seed=int(cfg.seed))
+    survival = runner_up_survival(sampler, domain, questions, greedy, seed=seed, progress=progress)
+    survival["by_kind"] = survival_by_kind(survival.pop("per_branch"), sampler.tokenizer)
+    survival.pop("per_question")
+    return survival
 
 
 def codec_labels(cfg, domain, source: str, stage: str) -> np.ndarray:
@@ -104,13 +108,13 @@ def world_diagnostics(cfg, domain, leaked, clean_src, cont_src, clean_run, cont_
         "contaminated_leaked_half": share(d_cont, leaked),
     }
     variety = sample_variety(clean_samples)
-    survival = runner_up(cfg, domain, clean_src, clean_greedy)
+    survival = runner_up(_sampler(cfg, domain, clean_src), domain, domain.test, clean_greedy, int(cfg.seed))
     fig1 = figure1_stats(cfg, domain, clean_greedy, cont_samples, cont_src, leaked)
     diff_ci = fig1.get("rouge_l_diff_ci", [float("nan"), float("nan")])
     out = {
         "codec": codec,
         "sample_variety": {k: v for k, v in variety.items() if k != "shares"},
-        "runner_up_survival": {k: v for k, v in survival.items() if k != "per_question"},
+        "runner_up_survival": survival,
         "figure1": fig1,
     }
     checks = {
@@ -138,12 +142,20 @@ def print_diagnostics(diag: dict) -> None:
         f"(d) runner-up survival      {r['survival']:.3f} ({r['correct_branches']} of {r['branches']} branches, "
         f"{r['questions']} greedy-correct q)"
     )
+    print_kinds(r)
     lk, ul = f["leaked"], f["unleaked"]
     print(
         f"(e) Figure 1                ROUGE-L leaked {lk['rouge_l_mean']:.3f} vs unleaked {ul['rouge_l_mean']:.3f} "
         f"(diff CI {f.get('rouge_l_diff_ci')}); runner-up share, first ten steps: leaked {lk['rank2_share']:.2f} of "
         f"{lk['divergence_steps']}, unleaked {ul['rank2_share']:.2f} of {ul['divergence_steps']}"
     )
+
+
+def print_kinds(survival: dict) -> None:
+    split = ", ".join(
+        f"{kind} {v['survival']:.2f} ({v['share']:.0%} of branches)" for kind, v in survival["by_kind"].items()
+    )
+    print(f"    by greedy token replaced: {split}")
 
 
 def reference_run(args) -> int:
@@ -154,18 +166,17 @@ def reference_run(args) -> int:
     store = model_store(cfg)
     source = cfg.model.clean or store.base_source()
     sampler = _sampler(cfg, domain, source)
-    from contamlab.analysis.world import runner_up_survival
     from contamlab.decoding.pipeline import greedy_set
 
     greedy = greedy_set(sampler, domain, questions, store.identity(source), str(Path(cfg.paths.cache_dir) / "samples"))
-    survival = runner_up_survival(sampler, domain, questions, greedy, seed=int(cfg.seed), progress=True)
+    survival = runner_up(sampler, domain, questions, greedy, int(cfg.seed), progress=True)
     report = {
         "model": str(cfg.model.name),
         "domain": domain.name,
         "source": source,
         "questions": len(questions),
         "greedy_accuracy": float(np.mean([g.greedy_correct for g in greedy])),
-        "runner_up_survival": {k: v for k, v in survival.items() if k != "per_question"},
+        "runner_up_survival": survival,
     }
     path = Path(cfg.paths.root_dir) / "outputs" / "calibration" / f"reference-{cfg.model.name}-{domain.name}.json"
     atomic_write_json(path, json.loads(json.dumps(report, default=float)))
@@ -173,6 +184,7 @@ def reference_run(args) -> int:
     print(f"greedy accuracy             {report['greedy_accuracy']:.3f}")
     r = report["runner_up_survival"]
     print(f"(d) runner-up survival      {r['survival']:.3f} ({r['correct_branches']} of {r['branches']} branches)")
+    print_kinds(r)
     print(f"written {path}")
     return 0
 

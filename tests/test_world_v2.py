@@ -6,17 +6,17 @@ import numpy as np
 import pytest
 import torch
 
-from contamlab.analysis.world import runner_up_tokens, sample_variety
+from contamlab.analysis.world import runner_up_tokens, sample_variety, survival_by_kind, token_kind
 from contamlab.config import auto_threads, build_domain, compose
 from contamlab.data.answers import is_correct
 from contamlab.data.arith import ArithConfig, generate, render
-from contamlab.data.arith_cot import render_cot, web_documents
+from contamlab.data.arith_cot import render_cot, slip, web_documents
 from contamlab.decoding.samples import QuestionSamples
 from contamlab.jobs.common import model_store
 from contamlab.models.tiny import build_tiny_model, train_tokenizer
 from contamlab.training import corpus
 
-ANNOTATION = re.compile(r"<<(\d+)([-+*/])(\d+)=(\d+)>>")
+CALCULATION = re.compile(r"(\d+) ([-+*/]) (\d+) = (\d+)")
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +31,10 @@ def test_cot_rendering_keeps_question_steps_and_answer(problems):
             assert question == render(problem, "base")[0]  # only the solution changes
             assert solution == render_cot(problem, variant)[1]  # deterministic
             assert solution.endswith(f"#### {problem.answer}") and is_correct(solution, str(problem.answer))
-            found = [(int(a), op, int(b), int(r)) for a, op, b, r in ANNOTATION.findall(solution)]
+            assert "<<" not in solution  # the calculations are plain text, as a model's chain-of-thought writes them
+            found = [(int(a), op, int(b), int(r)) for a, op, b, r in CALCULATION.findall(solution)]
             expected = [(s.a, s.op, s.b, s.result) for s in problem.steps]
-            # one annotation per step, each the step or (for + and *) its commuted form, steps in a valid order
+            # one calculation per step, each the step or (for + and *) its commuted form, steps in a valid order
             assert len(found) == len(expected)
             for a, op, b, r in found:
                 assert (a, op, b, r) in expected or (b, op, a, r) in expected and op in "+*"
@@ -43,7 +44,7 @@ def test_cot_renderings_vary_in_slack(problems):
     texts = {render_cot(p, v)[1] for p in problems[0][:20] for v in range(1, 9)}
     assert len(texts) > 0.9 * 20 * 8  # eight renderings of a problem are (almost always) eight texts
     joined = "\n".join(texts)
-    for slack in ("First, ", "Then ", "So the answer is", "step by step", "The question asks"):
+    for slack in ("First, ", "Then ", "So the answer is", "step by step"):
         assert slack in joined
     swapped = [p for p in problems[0] if p.family == "shop" and p.k >= 3]
     first_lines = {render_cot(swapped[0], v)[1] for v in range(1, 30)}
@@ -59,6 +60,37 @@ def test_web_documents_hold_every_item_once_in_several_forms():
     assert any(d.startswith("Solution") for d in docs)  # a solution alone
     assert any(d.count("Question: ") >= 2 for d in docs)  # a page of several items
     assert web_documents(items, seed=0) == docs
+
+
+def test_a_slip_replaces_one_word_and_keeps_numbers_and_answer():
+    import random
+
+    solution = "Let's solve this step by step.\nTaking away 2 leaves 8 - 2 = 6 beads.\nSo the answer is 6.\n#### 6"
+    rng = random.Random(0)
+    for _ in range(50):
+        out = slip(solution, rng, ["apples", "Then"])
+        before, after = solution.split(), out.split()
+        assert len(before) == len(after) and out.endswith("\n#### 6")
+        changed = [(a, b) for a, b in zip(before, after) if a != b]
+        assert len(changed) <= 1  # the pool word may equal the word it replaces
+        for a, b in changed:
+            assert re.sub("[A-Za-z']+", "", a) == re.sub("[A-Za-z']+", "", b)  # only letters change
+            assert re.sub(r"\W", "", b) in ("apples", "Then") and not re.search(r"\d", a)
+    assert slip("#### 6", rng, ["x"]) == "#### 6"
+
+
+def test_web_documents_slip_the_given_share_of_solutions():
+    items = [
+        (f"Question {i}?", f"We add the two numbers here.\nSo {i} + 1 = {i + 1}.\n#### {i + 1}") for i in range(400)
+    ]
+    shown = re.compile(r"([A-Za-z' ]+)\.\n([A-Za-z]+) (\d+) \+ 1 = (\d+)\.\n#### (\d+)")
+    for share in (0.0, 0.5):
+        found = [m.groups() for d in web_documents(items, seed=0, slips=share) for m in shown.finditer(d)]
+        assert len(found) > 200  # the solutions a worksheet leaves out are not shown
+        assert all(int(i) + 1 == int(r) == int(a) for _, _, i, r, a in found)  # numbers and answers unchanged
+        changed = sum((first.strip(), so) != ("We add the two numbers here", "So") for first, so, *_ in found)
+        # half of them slipped, less the draws of a word for itself (1 in 7 here)
+        assert changed == 0 if share == 0 else 0.33 * len(found) < changed < 0.53 * len(found)
 
 
 def test_v2_domain_never_pretrains_on_a_test_item():
@@ -111,6 +143,32 @@ def test_sample_variety_by_hand():
     ]
     out = sample_variety(rows)
     assert out["questions"] == 2 and out["median_distinct_share"] == pytest.approx((2 / 3 + 1) / 2)
+
+
+def test_survival_by_kind_by_hand():
+    assert [token_kind(t) for t in (" 12", "7", " apples", "So", ",", " <<", "\n", " ")] == [
+        "digit", "digit", "word", "word", "symbol", "symbol", "space", "space"
+    ]  # fmt: skip
+
+    class Tok:
+        def decode(self, ids):
+            return {1: " 3", 2: " apples", 3: ".", 4: "\n"}[ids[0]]
+
+    branches = [
+        {"greedy": 1, "correct": False},
+        {"greedy": 1, "correct": True},
+        {"greedy": 2, "correct": True},
+        {"greedy": 2, "correct": True},
+        {"greedy": 3, "correct": False},
+        {"greedy": 4, "correct": True},
+    ]
+    out = survival_by_kind(branches, Tok())
+    assert out == {
+        "digit": {"branches": 2, "share": 2 / 6, "survival": 0.5},
+        "space": {"branches": 1, "share": 1 / 6, "survival": 1.0},
+        "symbol": {"branches": 1, "share": 1 / 6, "survival": 0.0},
+        "word": {"branches": 2, "share": 2 / 6, "survival": 1.0},
+    }
 
 
 def test_runner_up_tokens_against_a_direct_pass():

@@ -69,7 +69,8 @@ def runner_up_survival(
 
     For each question the model solves greedily, up to ``steps_per_question`` distinct steps t of its greedy
     response g are drawn uniformly (seeded); the branch is ``g[:t] + [runner-up at t]`` followed by the model's
-    greedy continuation, within the same token budget as the greedy response.
+    greedy continuation, within the same token budget as the greedy response; a forced end-of-sequence token ends
+    the branch.
 
     Args:
         sampler: The model's HF sampler (``model``, ``tokenizer``, ``encode``, ``set_prefix``, ``decode``,
@@ -84,7 +85,8 @@ def runner_up_survival(
 
     Returns:
         ``survival`` (share of correct branches), ``branches``, ``questions`` (greedy-correct ones used) and
-        ``per_question`` survival shares.
+        ``per_question`` survival shares and ``per_branch`` records (question id, step, greedy and runner-up token
+        ids, whether the branch ends correct, its response text).
     """
     tok = sampler.tokenizer
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
@@ -97,26 +99,32 @@ def runner_up_survival(
             "questions": 0,
             "steps_per_question": steps_per_question,
             "per_question": [],
+            "per_branch": [],
         }
     prompts = sampler.encode([domain.prompt(q) for q, _ in solved])
     runner = runner_up_tokens(sampler.model, prompts, [g.greedy_ids for _, g in solved], int(pad or 0), batch_size)
     rng = random.Random(seed)
     branches: list[tuple[int, list[int], list[int]]] = []  # (question index, branch prompt ids, forced prefix)
+    where: list[tuple[int, int, int]] = []  # (step, greedy token, runner-up token) per branch
     for i, ((_, g), ids, ru) in enumerate(zip(solved, prompts, runner)):
         steps = sorted(rng.sample(range(len(g.greedy_ids)), min(steps_per_question, len(g.greedy_ids))))
         for t in steps:
             forced = list(g.greedy_ids[:t]) + [ru[t]]
             branches.append((i, list(ids) + forced, forced))
+            where.append((t, int(g.greedy_ids[t]), int(ru[t])))
     if branches:
         sampler.set_prefix([b[1] for b in branches])
     correct = np.zeros(len(branches), dtype=bool)
+    texts: list[str] = [""] * len(branches)
     for start in tqdm(range(0, len(branches), batch_size), desc="runner-up branches", disable=not progress):
         chunk = branches[start : start + batch_size]
         outs = sampler.decode([b[1] for b in chunk], m=1, temperature=1.0, seed=0, greedy=True)
         for j, ((i, _, forced), out) in enumerate(zip(chunk, outs)):
-            budget = max(0, sampler.max_new_tokens - len(forced))
+            # A forced end-of-sequence ends the response there, as it would in the sampler.
+            budget = 0 if forced[-1] == tok.eos_token_id else max(0, sampler.max_new_tokens - len(forced))
             text = tok.decode(forced + list(out[0][:budget]), skip_special_tokens=True)
             correct[start + j] = domain.is_correct(text, solved[i][0])
+            texts[start + j] = text
     owner = np.array([b[0] for b in branches], dtype=int)
     per_question = [float(correct[owner == i].mean()) for i in range(len(solved)) if (owner == i).any()]
     return {
@@ -126,6 +134,36 @@ def runner_up_survival(
         "questions": len(solved),
         "steps_per_question": steps_per_question,
         "per_question": per_question,
+        "per_branch": [
+            {"question": solved[b[0]][0].id, "step": t, "greedy": gt, "runner_up": rt, "correct": bool(c), "text": x}
+            for b, (t, gt, rt), c, x in zip(branches, where, correct, texts)
+        ],
+    }
+
+
+def token_kind(text: str) -> str:
+    """``digit``, ``word``, ``space`` or ``symbol``: the kind of a token's text (its first non-blank character)."""
+    core = text.strip()
+    if not core:
+        return "space"
+    if core[0].isdigit():
+        return "digit"
+    return "word" if core[0].isalpha() else "symbol"
+
+
+def survival_by_kind(per_branch: Sequence[dict], tokenizer: Any) -> dict[str, dict[str, float]]:
+    """Runner-up survival split by the kind of the greedy token the runner-up replaced (:func:`token_kind`).
+
+    Returns:
+        Per kind: ``branches``, ``share`` (of all branches) and ``survival``.
+    """
+    kinds: dict[str, list[bool]] = {}
+    for b in per_branch:
+        kinds.setdefault(token_kind(tokenizer.decode([b["greedy"]])), []).append(bool(b["correct"]))
+    total = max(1, len(per_branch))
+    return {
+        k: {"branches": len(v), "share": len(v) / total, "survival": float(np.mean(v))}
+        for k, v in sorted(kinds.items())
     }
 
 

@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import Any
 
 from contamlab.data.arith import RENDER_VERSION, ArithConfig, ArithProblem, generate, render, reworded
-from contamlab.data.arith_cot import render_cot, web_documents
+from contamlab.data.arith_cot import COT_VERSION, render_cot, web_documents
 from contamlab.data.domain import Domain
 from contamlab.data.question import Question
 from contamlab.data.split import Split
@@ -38,6 +38,8 @@ class ArithDomain(Domain):
         cot_variants: Renderings a training problem draws among (``cot`` only).
         web_forms: Pre-train on the web's forms of such text (worksheets of bare questions, solutions alone, pages
             of several items) besides question-answer documents (:func:`~contamlab.data.arith_cot.web_documents`).
+        slips: Share of pretraining solutions with one slipped word (:func:`~contamlab.data.arith_cot.slip`;
+            ``web_forms`` only).
     """
 
     def __init__(
@@ -48,6 +50,7 @@ class ArithDomain(Domain):
         solutions: str = "terse",
         cot_variants: int = 8,
         web_forms: bool = False,
+        slips: float = 0.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -56,6 +59,9 @@ class ArithDomain(Domain):
         if int(cot_variants) < 1:
             raise ContamlabError(f"domain.cot_variants={cot_variants}: must be >= 1")
         self.solutions, self.cot_variants, self.web_forms = solutions, int(cot_variants), bool(web_forms)
+        if not 0.0 <= float(slips) <= 1.0 or (float(slips) > 0 and not self.web_forms):
+            raise ContamlabError(f"domain.slips={slips}: a share in [0, 1], and only with domain.web_forms=true")
+        self.slips = float(slips)
         fields = {k: tuple(v) if isinstance(v, list) else v for k, v in (generator or {}).items()}
         try:
             self.generator = ArithConfig(**fields)
@@ -181,7 +187,7 @@ class ArithDomain(Domain):
             solution = self._solution(problem, self._train_variant(problem, salt=1), style)
             items.append((q.question, self.format.target(Question(q.id, q.question, solution, q.answer)).strip()))
         fmt = self.format
-        return web_documents(items, seed, fmt.question_prefix, fmt.answer_prefix)
+        return web_documents(items, seed, fmt.question_prefix, fmt.answer_prefix, self.slips)
 
     def fingerprint(self) -> dict[str, Any]:
         """Domain fingerprint plus the generator settings."""
@@ -192,6 +198,11 @@ class ArithDomain(Domain):
             "leak_style": self.leak_style,
             **({"leak_variants": self.leak_variants} if self.leak_variants != 1 else {}),
             # World v2's knobs enter the key only away from v1's defaults, so v1 models keep their keys.
-            **({"solutions": self.solutions, "cot_variants": self.cot_variants} if self.solutions != "terse" else {}),
+            **(
+                {"solutions": self.solutions, "cot_variants": self.cot_variants, "cot_version": COT_VERSION}
+                if self.solutions != "terse"
+                else {}
+            ),
             **({"web_forms": True} if self.web_forms else {}),
+            **({"slips": self.slips} if self.slips else {}),
         }
