@@ -117,3 +117,27 @@ def test_leak_epochs_key_only_the_contaminated_stage(arith):
         build_domain(compose("train", ["domain.leak_epochs=0"]).domain)
     with pytest.raises(ContamlabError, match="finetune.epochs=0"):
         contaminated_epochs(compose("train", ["finetune.epochs=0"]), d_default)
+
+
+def test_leak_general_sets_the_contaminated_stage_mix_only():
+    """domain.leak_general: that many general examples beside the leak in the contaminated stage; the clean stage and
+    the shared base and clean keys keep finetune.general.n."""
+    from contamlab.config import build_domain, compose
+    from contamlab.errors import ContamlabError
+    from contamlab.jobs.common import model_store
+    from contamlab.jobs.train import stage_corpus
+
+    default = compose("train", ["domain=arith", "finetune.general.n=7"])
+    diluted = compose("train", ["domain=arith", "finetune.general.n=7", "domain.leak_general=40"])
+    d_default, d_diluted = build_domain(default.domain), build_domain(diluted.domain)
+    leaked = len(d_default.leaked_training_questions())
+    assert len(stage_corpus(default, d_default, "contaminated")) == leaked + 7
+    assert len(stage_corpus(diluted, d_diluted, "contaminated")) == leaked + 40
+    assert len(stage_corpus(diluted, d_diluted, "clean")) == len(stage_corpus(default, d_default, "clean"))
+    for stage in ("base", "clean"):
+        assert model_store(default).stage_key(d_default, stage) == model_store(diluted).stage_key(d_diluted, stage)
+    assert model_store(default).stage_key(d_default, "contaminated") != model_store(diluted).stage_key(
+        d_diluted, "contaminated"
+    )
+    with pytest.raises(ContamlabError, match="domain.leak_general=-1"):
+        build_domain(compose("train", ["domain.leak_general=-1"]).domain)

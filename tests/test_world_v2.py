@@ -188,3 +188,12 @@ def test_runner_up_tokens_against_a_direct_pass():
             row = logits[len(p) - 1 + t].clone()
             row[token] = -np.inf
             assert ru[t] == int(row.argmax())
+
+
+def test_slips_need_web_forms_and_a_share():
+    from contamlab.errors import ContamlabError
+
+    for bad in (["domain=arith_v2", "domain.web_forms=false"], ["domain=arith_v2", "domain.slips=1.5"]):
+        with pytest.raises(ContamlabError, match="domain.slips="):
+            build_domain(compose("train", bad).domain)
+    assert build_domain(compose("train", ["domain=arith_v2"]).domain).slips == 0.5

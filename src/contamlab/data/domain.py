@@ -25,6 +25,7 @@ LEAK_FIELDS = (
     "leak_repeats",
     "leak_variants",
     "leak_epochs",
+    "leak_general",
 )
 
 
@@ -44,6 +45,8 @@ class Domain:
             contamination's strength; 1 in the paper).
         leak_epochs: Epochs of the contaminated stage over the leak mix; None = the fine-tune recipe's
             ``finetune.epochs`` (5 in the paper).
+        leak_general: General examples mixed into the contaminated stage's data; None = ``finetune.general.n``,
+            the clean stage's (a leak is a small part of a larger fine-tune; more general data dilutes it).
         max_new_tokens: Token budget of one response (evaluate.py's ``max_new_tokens`` defaults to it): room
             for the longest reference solution, so that a rambling sample stops where no correct one still runs.
     """
@@ -59,6 +62,7 @@ class Domain:
         max_train: int | None = None,
         leak_repeats: int = 1,
         leak_epochs: int | None = None,
+        leak_general: int | None = None,
         max_new_tokens: int = 256,
     ) -> None:
         self.name = name
@@ -84,6 +88,9 @@ class Domain:
         if leak_epochs is not None and int(leak_epochs) < 1:
             raise ContamlabError(f"domain.leak_epochs={leak_epochs}: must be >= 1, or null for finetune.epochs")
         self.leak_epochs = None if leak_epochs is None else int(leak_epochs)
+        if leak_general is not None and int(leak_general) < 0:
+            raise ContamlabError(f"domain.leak_general={leak_general}: must be >= 0, or null for finetune.general.n")
+        self.leak_general = None if leak_general is None else int(leak_general)
         if int(max_new_tokens) < 1:
             raise ContamlabError(f"domain.max_new_tokens={max_new_tokens}: must be a positive number of tokens")
         self.max_new_tokens = int(max_new_tokens)
@@ -155,6 +162,7 @@ class Domain:
             # Knobs added later enter the key only away from their default, so existing models stay valid.
             **({"leak_repeats": self.leak_repeats} if self.leak_repeats != 1 else {}),
             **({"leak_epochs": self.leak_epochs} if self.leak_epochs is not None else {}),
+            **({"leak_general": self.leak_general} if self.leak_general is not None else {}),
         }
 
     def eval_fingerprint(self) -> dict[str, Any]:

@@ -131,7 +131,8 @@ def stage_corpus(cfg: DictConfig, domain: Domain, stage: str) -> list[str] | lis
     if stage == "base":
         return corpus.base_documents(domain, int(cfg.base.get("paraphrase_n", 0)), seed)
     ft = cfg.finetune
-    general = corpus.general_examples(domain, ft.general.source, int(ft.general.n), seed, cfg.paths.get("data_dir"))
+    n = int(ft.general.n) if stage == "clean" or domain.leak_general is None else domain.leak_general
+    general = corpus.general_examples(domain, ft.general.source, n, seed, cfg.paths.get("data_dir"))
     if stage == "clean":
         return corpus.clean_examples(domain, int(ft.clean_n_domain), general, seed)
     return corpus.contaminated_examples(domain, domain.split, general)
