@@ -96,11 +96,20 @@ def test_general_openorca_local(data_dir, arith):
         corpus.general_examples(arith, "reddit", 5, seed=0)
 
 
+def assert_only_the_contaminated_key_differs(cfg_a, domain_a, cfg_b, domain_b):
+    """The two configs share the base and clean models' keys and differ in the contaminated model's."""
+    from contamlab.jobs.common import model_store
+
+    key_a, key_b = model_store(cfg_a).stage_key, model_store(cfg_b).stage_key
+    for stage in ("base", "clean"):
+        assert key_a(domain_a, stage) == key_b(domain_b, stage)
+    assert key_a(domain_a, "contaminated") != key_b(domain_b, "contaminated")
+
+
 def test_leak_epochs_key_only_the_contaminated_stage(arith):
     """domain.leak_epochs changes the contaminated model's identity, never the shared base and clean ones'."""
     from contamlab.config import build_domain, compose
     from contamlab.errors import ContamlabError
-    from contamlab.jobs.common import model_store
     from contamlab.jobs.train import contaminated_epochs
 
     default = compose("train", ["domain=arith"])
@@ -108,11 +117,7 @@ def test_leak_epochs_key_only_the_contaminated_stage(arith):
     d_default, d_longer = build_domain(default.domain), build_domain(longer.domain)
     assert contaminated_epochs(default, d_default) == default.finetune.epochs
     assert contaminated_epochs(longer, d_longer) == 9
-    for stage in ("base", "clean"):
-        assert model_store(default).stage_key(d_default, stage) == model_store(longer).stage_key(d_longer, stage)
-    assert model_store(default).stage_key(d_default, "contaminated") != model_store(longer).stage_key(
-        d_longer, "contaminated"
-    )
+    assert_only_the_contaminated_key_differs(default, d_default, longer, d_longer)
     with pytest.raises(ContamlabError, match="domain.leak_epochs=0"):
         build_domain(compose("train", ["domain.leak_epochs=0"]).domain)
     with pytest.raises(ContamlabError, match="finetune.epochs=0"):
@@ -124,7 +129,6 @@ def test_leak_general_sets_the_contaminated_stage_mix_only():
     the shared base and clean keys keep finetune.general.n."""
     from contamlab.config import build_domain, compose
     from contamlab.errors import ContamlabError
-    from contamlab.jobs.common import model_store
     from contamlab.jobs.train import stage_corpus
 
     default = compose("train", ["domain=arith", "finetune.general.n=7"])
@@ -134,10 +138,6 @@ def test_leak_general_sets_the_contaminated_stage_mix_only():
     assert len(stage_corpus(default, d_default, "contaminated")) == leaked + 7
     assert len(stage_corpus(diluted, d_diluted, "contaminated")) == leaked + 40
     assert len(stage_corpus(diluted, d_diluted, "clean")) == len(stage_corpus(default, d_default, "clean"))
-    for stage in ("base", "clean"):
-        assert model_store(default).stage_key(d_default, stage) == model_store(diluted).stage_key(d_diluted, stage)
-    assert model_store(default).stage_key(d_default, "contaminated") != model_store(diluted).stage_key(
-        d_diluted, "contaminated"
-    )
+    assert_only_the_contaminated_key_differs(default, d_default, diluted, d_diluted)
     with pytest.raises(ContamlabError, match="domain.leak_general=-1"):
         build_domain(compose("train", ["domain.leak_general=-1"]).domain)

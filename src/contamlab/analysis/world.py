@@ -105,13 +105,11 @@ def runner_up_survival(
     runner = runner_up_tokens(sampler.model, prompts, [g.greedy_ids for _, g in solved], int(pad or 0), batch_size)
     rng = random.Random(seed)
     branches: list[tuple[int, list[int], list[int]]] = []  # (question index, branch prompt ids, forced prefix)
-    where: list[tuple[int, int, int]] = []  # (step, greedy token, runner-up token) per branch
     for i, ((_, g), ids, ru) in enumerate(zip(solved, prompts, runner)):
         steps = sorted(rng.sample(range(len(g.greedy_ids)), min(steps_per_question, len(g.greedy_ids))))
         for t in steps:
             forced = list(g.greedy_ids[:t]) + [ru[t]]
             branches.append((i, list(ids) + forced, forced))
-            where.append((t, int(g.greedy_ids[t]), int(ru[t])))
     if branches:
         sampler.set_prefix([b[1] for b in branches])
     correct = np.zeros(len(branches), dtype=bool)
@@ -135,8 +133,15 @@ def runner_up_survival(
         "steps_per_question": steps_per_question,
         "per_question": per_question,
         "per_branch": [
-            {"question": solved[b[0]][0].id, "step": t, "greedy": gt, "runner_up": rt, "correct": bool(c), "text": x}
-            for b, (t, gt, rt), c, x in zip(branches, where, correct, texts)
+            {
+                "question": solved[i][0].id,
+                "step": len(forced) - 1,
+                "greedy": int(solved[i][1].greedy_ids[len(forced) - 1]),
+                "runner_up": int(forced[-1]),
+                "correct": bool(c),
+                "text": x,
+            }
+            for (i, _, forced), c, x in zip(branches, correct, texts)
         ],
     }
 

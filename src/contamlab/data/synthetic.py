@@ -86,11 +86,11 @@ class ArithDomain(Domain):
         # A seeded draw among the training renderings 1..cot_variants (0 is reserved for test references).
         return 1 + random.Random(f"{problem.uid}/train/{salt}").randrange(self.cot_variants)
 
-    def _solution(self, problem: ArithProblem, variant: int, style: str = "base") -> str:
-        # A training item's solution. ``style`` is the wording of the question it answers, which a cot rendering
-        # restates; a terse solution is always the original one (a paraphrased question keeps it, as in PQ).
+    def _solution(self, problem: ArithProblem, variant: int) -> str:
+        # A training item's solution, whichever wording its question has: a cot rendering does not restate the
+        # question, and a terse solution is always the original one (a paraphrased question keeps it, as in PQ).
         if self.solutions == "cot":
-            return render_cot(problem, variant, style)[1]
+            return render_cot(problem, variant)[1]
         return render(problem, "base")[1]
 
     def _load_train(self) -> list[Question]:
@@ -167,7 +167,7 @@ class ArithDomain(Domain):
     def paraphrased_train(self) -> list[Question]:
         """Training problems with the question in the paraphrase wording and the original solution (as in PQ)."""
         return [
-            Question(p.uid, render(p, "pq")[0], self._solution(p, self._train_variant(p), "pq"), str(p.answer))
+            Question(p.uid, render(p, "pq")[0], self._solution(p, self._train_variant(p)), str(p.answer))
             for p in self.problems[0][: self.max_train]
         ]
 
@@ -183,8 +183,7 @@ class ArithDomain(Domain):
         items = []
         for q in questions:
             problem = by_id[q.id]
-            style = "base" if q.question == render(problem, "base")[0] else "pq"  # the paraphrased extras
-            solution = self._solution(problem, self._train_variant(problem, salt=1), style)
+            solution = self._solution(problem, self._train_variant(problem, salt=1))
             items.append((q.question, self.format.target(Question(q.id, q.question, solution, q.answer)).strip()))
         fmt = self.format
         return web_documents(items, seed, fmt.question_prefix, fmt.answer_prefix, self.slips)
