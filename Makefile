@@ -61,6 +61,9 @@ calibrate: train ## Check the default world's calibration targets (prints the nu
 # make reproduce: the whole study on the default world. Two evaluation streams run side by side (one torch thread
 # each: the 2-core budget); every stream shares the sample cache, so each model × strategy is sampled once.
 REPRO ?= outputs/reproduce
+# The world: the default (v1) or world v2 (`make reproduce ARITH=arith_v2 PQ=arith_pq_v2 REPRO=outputs/reproduce_v2`)
+ARITH ?= arith
+PQ ?= arith_pq
 EVAL = $(PY) evaluate.py --multirun progress=false
 REPRO_SWEEP = hydra.sweep.dir=$(REPRO)
 
@@ -68,7 +71,7 @@ reproduce: $(STAMP) ## The whole study on the default world -> outputs/reproduce
 	# base -> clean -> contaminated on arith; stream 2 trains the arith_pq contaminated model (about a minute) itself.
 	# Two base threads, as the README's numbers were measured: the default (auto) takes one on a busy machine, whose
 	# world passes the same calibration but differs in float rounding (README, "World v2").
-	$(PY) train.py domain=arith base.num_threads=2
+	$(PY) train.py domain=$(ARITH) base.num_threads=2
 	mkdir -p $(REPRO)
 	$(MAKE) --no-print-directory -j2 _repro-arith _repro-arith_pq
 	$(PY) -m contamlab.analysis.report $(REPRO)
@@ -77,21 +80,21 @@ reproduce: $(STAMP) ## The whole study on the default world -> outputs/reproduce
 
 _repro-arith: # stream 1: Tables 1-2 on arith, Figures 1-2, the Table 4 ablation (n = 4 is Table 1's RailCap, cached),
 	# then TED and LNE on arith_pq (stream 2 has trained its model by then: train.py finds it done)
-	$(EVAL) experiment=figure1 domain=arith analysis.stability=true $(REPRO_SWEEP)/figures_arith
-	$(EVAL) experiment=table1 domain=arith $(REPRO_SWEEP)/table1_arith
-	$(EVAL) experiment=table4 domain=arith $(REPRO_SWEEP)/table4_arith
-	$(PY) train.py domain=arith_pq
-	$(EVAL) experiment=table1 domain=arith_pq strategy=ted,lne $(REPRO_SWEEP)/table1_arith_pq_a
+	$(EVAL) experiment=figure1 domain=$(ARITH) analysis.stability=true $(REPRO_SWEEP)/figures_$(ARITH)
+	$(EVAL) experiment=table1 domain=$(ARITH) $(REPRO_SWEEP)/table1_$(ARITH)
+	$(EVAL) experiment=table4 domain=$(ARITH) $(REPRO_SWEEP)/table4_$(ARITH)
+	$(PY) train.py domain=$(PQ)
+	$(EVAL) experiment=table1 domain=$(PQ) strategy=ted,lne $(REPRO_SWEEP)/table1_$(PQ)_a
 
 # stream 2: the detectors (while stream 1 samples the clean model), the arith_pq contaminated model and the detectors
 # on it (the leaderboard's paraphrased form), Figure 1 and the rest of Tables 1-3 on arith_pq. Each job's wall time:
 # outputs/reproduce/profile.md (make reproduce-profile).
 _repro-arith_pq:
-	$(EVAL) experiment=detectors domain=arith $(REPRO_SWEEP)/detectors_arith
-	$(PY) train.py domain=arith_pq
-	$(EVAL) experiment=detectors domain=arith_pq $(REPRO_SWEEP)/detectors_arith_pq
-	$(EVAL) experiment=figure1 domain=arith_pq $(REPRO_SWEEP)/figures_arith_pq
-	$(EVAL) experiment=table1 domain=arith_pq strategy=identity,shortcut,railcap,all_zero $(REPRO_SWEEP)/table1_arith_pq
+	$(EVAL) experiment=detectors domain=$(ARITH) $(REPRO_SWEEP)/detectors_$(ARITH)
+	$(PY) train.py domain=$(PQ)
+	$(EVAL) experiment=detectors domain=$(PQ) $(REPRO_SWEEP)/detectors_$(PQ)
+	$(EVAL) experiment=figure1 domain=$(PQ) $(REPRO_SWEEP)/figures_$(PQ)
+	$(EVAL) experiment=table1 domain=$(PQ) strategy=identity,shortcut,railcap,all_zero $(REPRO_SWEEP)/table1_$(PQ)
 
 reproduce-profile: ## Where make reproduce's time went: each job's wall time and sampling rate, per stream
 	$(PY) -m contamlab.analysis.profile $(REPRO)

@@ -140,7 +140,8 @@ class ArithDomain(Domain):
             for v in range(1001, 1065):
                 text, solution = render(reworded(by_id[q.id], v), "pq")
                 if self.solutions == "cot":
-                    solution = render_cot(reworded(by_id[q.id], v), v, "pq")[1]
+                    # A cot rendering draws its own wording of every step, whichever wording the question has.
+                    solution = self._solution(by_id[q.id], v)
                 fresh = text not in leaked and all(text != t for t, _ in drawn)
                 (drawn if fresh else spare).append((text, solution))
                 if len(drawn) == n:
