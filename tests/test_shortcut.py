@@ -133,21 +133,23 @@ def test_ranking_is_the_unweighted_sum_in_descending_order():
 
 def test_causal_deltas_broadcast_block_deltas():
     target, source = Toy(n_layers=3, d_ff=6), Toy(n_layers=3, d_ff=6)
+    calls = []
 
-    def accuracy(model):
-        if not isinstance(model, PatchedPair):
-            return 0.75
-        ((layer, index),) = model.channels.items()
-        assert model.target is target and model.reference is source
-        return 0.25 if (layer, int(index[0])) == (1, 4) else 0.75  # block 2 of layer 1 holds the shortcut
+    def accuracies(model, reference, variants):
+        assert model is target and reference is source
+        calls.append(len(variants))
+        # the unpatched target first; block 2 of layer 1 (channels 4-5) holds the shortcut
+        return [0.25 if v and {k: int(i[0]) for k, i in v.items()} == {1: 4} else 0.75 for v in variants]
 
-    delta = causal_deltas(target, source, accuracy, n_layers=2, d_ff=6, block=2)
+    delta = causal_deltas(target, source, accuracies, n_layers=2, d_ff=6, block=2, per_decode=4)
     expected = torch.zeros(2, 6)
     expected[1, 4:6] = 0.5
     assert torch.equal(delta, expected)
-    # a last block shorter than `block`
-    delta = causal_deltas(target, source, lambda m: 0.5 if isinstance(m, PatchedPair) else 1.0, 2, 6, block=4)
-    assert torch.equal(delta, torch.full((2, 6), 0.5))
+    assert calls == [4, 3]  # 1 unpatched + 2 layers x 3 blocks, four channel sets per decode
+    # a last block shorter than `block`; one channel set per decode
+    calls.clear()
+    delta = causal_deltas(target, source, lambda t, r, vs: [1.0 if not v else 0.5 for v in vs], 2, 6, block=4)
+    assert torch.equal(delta, torch.full((2, 6), 0.5)) and calls == []
 
 
 def test_locate_set_is_a_seeded_stratified_half():
@@ -287,6 +289,48 @@ def test_pair_in_the_sampler_equals_the_step_by_step_loop(world, m, batch_rows):
     assert len({len(e) for e in expected}) > 2  # rows finished at different steps
     plain = HFSampler(target, tok, max_new_tokens=16).decode(prompt_ids, m=1, temperature=1.0, seed=0, greedy=True)
     assert [r[0] for r in plain] != free  # the patch does change the output
+
+
+@pytest.mark.parametrize("batch_rows", [64, 4])
+def test_block_patched_pair_equals_one_pair_per_channel_set(world, batch_rows):
+    # Step B's batched decode: each group of prompts gets exactly what its own PatchedPair decode (and the literal
+    # step-by-step loop) gives, also when a decode chunk holds rows of two channel sets and rows finish apart.
+    domain, tok, target, reference, prompts = world
+    variants = [{}, {0: torch.tensor([3, 17, 40])}, {1: torch.arange(0, 64, 2)}]
+    variants.append({0: torch.arange(32), 1: torch.tensor([5])})
+    sampler = HFSampler(target, tok, max_new_tokens=16)
+    prompt_ids = sampler.encode(prompts)
+    free = [reference_patched_greedy(target, reference, variants[1], p, 16, eos=-1) for p in prompt_ids]
+    first = {t: {row.index(t) for row in free if t in row} for t in set(sum(free, []))}
+    eos = max(sorted(first), key=lambda t: len(first[t]))  # a token the rows emit at different steps
+    pair = shortcut.BlockPatchedPair(target, reference, variants, len(prompt_ids))
+    batched = HFSampler(pair, tok, max_new_tokens=16, batch_rows=batch_rows, compact_fraction=0.01)
+    batched.eos_id = eos
+    repeated = [p for _ in variants for p in prompt_ids]
+    assert batched.set_prefix(repeated) > 10  # the 2-shot exemplars: computed once per channel set
+    out = [r[0] for r in batched.decode(repeated, m=1, temperature=1.0, seed=0, greedy=True)]
+    n = len(prompt_ids)
+    for v, channels in enumerate(variants):
+        if channels:
+            expected = [reference_patched_greedy(target, reference, channels, p, 16, eos) for p in prompt_ids]
+        else:
+            plain = HFSampler(target, tok, max_new_tokens=16)
+            plain.eos_id = eos
+            expected = [r[0] for r in plain.decode(prompt_ids, m=1, temperature=1.0, seed=0, greedy=True)]
+        assert out[v * n : (v + 1) * n] == expected, v
+    assert len({tuple(o) for o in out}) > n  # the channel sets do change the outputs
+    with pytest.raises(TypeError, match="PromptCache"):
+        pair(input_ids=torch.tensor([prompt_ids[0]]))
+
+
+def test_prompt_cache_follows_its_rows_through_batch_edits(world):
+    _, _, target, reference, _ = world
+    cache = shortcut.BlockPatchedPair(target, reference, [{}], 1).make_cache()
+    cache.bind_prompts(torch.tensor([7, 3, 5]))
+    cache.batch_repeat_interleave(2)
+    assert cache.prompt_index.tolist() == [7, 7, 3, 3, 5, 5]
+    cache.batch_select_indices(torch.tensor([1, 4, 5]))
+    assert cache.prompt_index.tolist() == [7, 5, 5]
 
 
 def test_comparative_scores_equal_rms_over_collected_tokens(world):

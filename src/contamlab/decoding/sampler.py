@@ -261,11 +261,18 @@ class HFSampler:
         make_cache = getattr(self.model, "make_cache", None)
         return make_cache() if make_cache is not None else growing_cache(self.model.config)
 
-    def _expanded_prefix(self, rows: int) -> DynamicCache:
-        if self._prefix_cache is None:
-            return self._new_cache()
-        cache = copy.deepcopy(self._prefix_cache)  # [1, H, P, D] per layer
-        cache.batch_repeat_interleave(rows)  # [rows, H, P, D]
+    def _expanded_prefix(self, owners: Sequence[int]) -> DynamicCache:
+        """The prefix KV for one row per prompt (``owners``: the prompts' indices in the caller's list).
+
+        A model's own cache that answers prompts differently (shortcut's Step B: one patch per group of prompts) binds
+        its rows to the prompts itself (``bind_prompts``), its prefix rows included.
+        """
+        cache = self._new_cache() if self._prefix_cache is None else copy.deepcopy(self._prefix_cache)
+        bind = getattr(cache, "bind_prompts", None)
+        if bind is not None:
+            bind(torch.tensor(list(owners), dtype=torch.long))  # [Q]
+        elif self._prefix_cache is not None:
+            cache.batch_repeat_interleave(len(owners))  # [1, H, P, D] -> [Q, H, P, D] per layer
         return cache
 
     # -- decoding ------------------------------------------------------------------------------------------------
@@ -325,8 +332,12 @@ class HFSampler:
                 shared_kv=shared,
             ).logits[:, -1, :]
 
-    def prefill(self, prompts: Sequence[Sequence[int]], m: int) -> Prefilled:
-        """Prefill one chunk's question blocks after the cached prefix and set up its ``len(prompts) * m`` rows."""
+    def prefill(self, prompts: Sequence[Sequence[int]], m: int, owners: Sequence[int] | None = None) -> Prefilled:
+        """Prefill one chunk's question blocks after the cached prefix and set up its ``len(prompts) * m`` rows.
+
+        ``owners`` are the prompts' indices in the caller's list (default ``0..len(prompts)-1``), for a model's own
+        cache that answers prompts differently (:meth:`_expanded_prefix`).
+        """
         n_prefix = len(self._prefix_ids)
         n_q = len(prompts)
         suffixes = [p[n_prefix:] for p in prompts]
@@ -346,7 +357,7 @@ class HFSampler:
             cache = growing_cache(self.model.config, reserve=self.max_new_tokens)
             kv_held = cache_bytes(self._prefix_cache) + cache_bytes(blocks)
         else:
-            cache = self._expanded_prefix(n_q)
+            cache = self._expanded_prefix(range(n_q) if owners is None else owners)
             logits = self._forward(ids, pos, cache, mask, None)  # [Q, V]
             kv_held = cache_bytes(self._prefix_cache)
         forward_s = time.perf_counter() - t0
@@ -362,7 +373,7 @@ class HFSampler:
 
     def _decode_chunk(self, prompts, owners, m, temperature, generator, step_fn, greedy):
         started = time.perf_counter()
-        batch = self.prefill(prompts, m)
+        batch = self.prefill(prompts, m, owners)
         logits, cache, shared, mask, next_pos = batch.logits, batch.cache, batch.shared, batch.mask, batch.next_pos
         owner_local, forward_s, n_q = batch.owner, batch.forward_s, len(prompts)
         n_rows = n_q * m

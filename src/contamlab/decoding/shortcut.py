@@ -162,6 +162,32 @@ def overwrite_channels(model: nn.Module, channels: Channels, values: dict[int, T
             handle.remove()
 
 
+@contextmanager
+def overwrite_rows(model: nn.Module, masks: dict[int, Tensor], values: dict[int, Tensor]) -> Iterator[None]:
+    """Replace, row by row, the masked channels of the MLP output projection's input by ``values``.
+
+    Args:
+        model: The model to patch (its weights are untouched; the hooks go when the context closes).
+        masks: ``masks[l]``: ``[B, d_ff]`` bool, the channels of layer l to overwrite in each row.
+        values: ``values[l]``: ``[B, S, d_ff]`` replacement activations (every channel), read at each forward pass.
+    """
+    projections = mlp_output_projections(model)
+    handles = []
+    for layer in masks:
+
+        def hook(module, args, layer=layer):
+            acts = args[0]  # [B, S, d_ff]
+            mask = masks[layer][:, None, :].to(acts.device)  # [B, 1, d_ff]
+            return (torch.where(mask, values[layer].to(acts.dtype), acts), *args[1:])  # [B, S, d_ff]
+
+        handles.append(projections[layer].register_forward_pre_hook(hook))
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 # -- Step D: the patched pair ------------------------------------------------------------------------------------
 class PairCache(DynamicCache):
     """The target's KV cache (this object) plus the reference's (``reference``); batch edits apply to both.
@@ -249,6 +275,114 @@ class PatchedPair(nn.Module):
             return self.target(**inputs, cache=cache, use_cache=use_cache)
 
 
+class PromptCache(PairCache):
+    """A :class:`PairCache` that knows which prompt each row answers (``prompt_index``), through every batch edit.
+
+    Prompts come in groups of ``group_size`` that the model treats alike (:class:`BlockPatchedPair`); a cache that
+    holds a shared prefix has one row per group, and :meth:`bind_prompts` gives each prompt its group's prefix row.
+    """
+
+    def __init__(self, target_config: Any, reference_config: Any, group_size: int) -> None:
+        super().__init__(target_config, reference_config)
+        self.group_size = group_size
+        self.prompt_index: Tensor | None = None  # [R] index of each row's prompt in the decoded list
+
+    def bind_prompts(self, prompts: Tensor) -> None:
+        """Row r answers prompt ``prompts[r]`` (HFSampler's prefill); prefix rows are picked by group."""
+        if self.prompt_index is not None and self.get_seq_length() > 0:
+            groups, wanted = self.prompt_index // self.group_size, prompts // self.group_size  # [G], [R]
+            match = groups[None, :] == wanted[:, None]  # [R, G]
+            if not match.any(dim=1).all():
+                raise ValueError("PromptCache: a prompt's group has no prefix row")
+            PairCache.batch_select_indices(self, match.int().argmax(dim=1))  # [R] the group's prefix row
+        self.prompt_index = prompts
+
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        """Repeat every row ``repeats`` times in both caches and in the prompt index."""
+        super().batch_repeat_interleave(repeats)
+        self.prompt_index = self.prompt_index.repeat_interleave(repeats)
+
+    def batch_select_indices(self, indices: Tensor) -> None:
+        """Keep only the rows ``indices`` in both caches and in the prompt index."""
+        super().batch_select_indices(indices)
+        self.prompt_index = self.prompt_index[indices.cpu()]
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        """Reorder the rows of both caches and of the prompt index."""
+        super().reorder_cache(beam_idx)
+        self.prompt_index = self.prompt_index[beam_idx.cpu()]
+
+
+class BlockPatchedPair(nn.Module):
+    """Step B in one decode: the target patched from the reference with another channel set for each group of prompts.
+
+    Prompt ``i`` of the decoded list is patched with ``variants[i // n_prompts]``: the caller repeats the locate
+    prompts once per variant, and every variant's greedy decode runs as rows of the same batches instead of a decode of
+    its own. Each row computes what :class:`PatchedPair` with its variant's channels computes. A patch changes the
+    KV of the prompts' common prefix too, so the prefix is computed once per variant (a forward on an unbound cache
+    runs every variant) and each prompt's rows start from their variant's copy (:meth:`PromptCache.bind_prompts`).
+
+    Args:
+        target: The model whose channels are patched.
+        reference: The patch source (same architecture).
+        variants: One channel set per group of prompts (an empty set leaves that group's rows unpatched).
+        n_prompts: Prompts per group.
+    """
+
+    def __init__(self, target: nn.Module, reference: nn.Module, variants: Sequence[Channels], n_prompts: int) -> None:
+        super().__init__()
+        if n_prompts < 1 or not variants:
+            raise ValueError("BlockPatchedPair needs at least one variant and one prompt per variant")
+        self.target = target
+        self.reference = reference
+        self.n_prompts = n_prompts
+        self.variants = [{layer: index for layer, index in v.items() if index.numel() > 0} for v in variants]
+        self.layers = sorted({layer for v in self.variants for layer in v})
+        self.config = getattr(target, "config", None)
+        self._tables: dict[int, Tensor] = {}  # layer -> [V, d_ff] bool, built at the first forward
+
+    def make_cache(self) -> PromptCache:
+        """An empty KV cache for both models that follows each row's prompt."""
+        return PromptCache(self.target.config, self.reference.config, self.n_prompts)
+
+    def _table(self, layer: int, d_ff: int) -> Tensor:
+        if layer not in self._tables:
+            table = torch.zeros(len(self.variants), d_ff, dtype=torch.bool)  # [V, d_ff]
+            for v, channels in enumerate(self.variants):
+                if layer in channels:
+                    table[v, channels[layer]] = True
+            self._tables[layer] = table
+        return self._tables[layer]
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
+        cache: PromptCache | None = None,
+        use_cache: bool | None = None,
+        **kwargs: Any,
+    ):
+        """Reference forward (every channel of the patched layers), then the target with each row's channels."""
+        if not isinstance(cache, PromptCache):
+            raise TypeError("BlockPatchedPair needs the PromptCache of make_cache(), bound to its prompts by HFSampler")
+        if cache.prompt_index is None:  # the shared prefix (HFSampler.set_prefix): one row per variant
+            if input_ids.shape[0] != 1 or attention_mask is not None:
+                raise ValueError("BlockPatchedPair: an unbound cache takes one unpadded prefix row")
+            input_ids = input_ids.expand(len(self.variants), -1)  # [V, P]
+            position_ids = None if position_ids is None else position_ids.expand(len(self.variants), -1)
+            cache.prompt_index = torch.arange(len(self.variants)) * self.n_prompts  # [V] each variant's first prompt
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "position_ids": position_ids, **kwargs}
+        if not self.layers:
+            return self.target(**inputs, cache=cache, use_cache=use_cache)
+        variant = cache.prompt_index // self.n_prompts  # [R]
+        with capture_channels(self.reference, None, self.layers[-1] + 1) as values:
+            self.reference(**inputs, cache=cache.reference, use_cache=use_cache)
+        masks = {layer: self._table(layer, values[layer].shape[-1])[variant] for layer in self.layers}  # [R, d_ff]
+        with overwrite_rows(self.target, masks, values):
+            return self.target(**inputs, cache=cache, use_cache=use_cache)
+
+
 # -- Step A: comparative score -----------------------------------------------------------------------------------
 def rms_difference(con: Tensor, un: Tensor) -> Tensor:
     """The comparative score of Step A on collected activations: ``sqrt(mean_t (con - un)^2)``.
@@ -327,27 +461,33 @@ def block_channels(layer: int, index: int, size: int, d_ff: int) -> Channels:
     return {layer: torch.arange(index * size, min((index + 1) * size, d_ff))}
 
 
+Accuracies = Callable[[nn.Module, nn.Module, Sequence[Channels]], list[float]]
+
+
 def causal_deltas(
     target: nn.Module,
     source: nn.Module,
-    accuracy: Callable[[nn.Module], float],
+    accuracies: Accuracies,
     n_layers: int,
     d_ff: int,
     block: int,
     progress: bool = False,
     label: str = "",
+    per_decode: int = 1,
 ) -> Tensor:
     """Step B for one target: accuracy drop when each block of ``block`` channels is patched from ``source``.
 
     Args:
         target: The model whose channels are patched (M_con or M_base).
         source: The patch source (M_un).
-        accuracy: Greedy accuracy of a model on the locate set.
+        accuracies: ``accuracies(target, source, channel_sets)``: greedy accuracy on the locate set of the target
+            patched with each channel set (an empty set: the target itself), e.g. :func:`greedy_accuracy`.
         n_layers: Neuron layers.
         d_ff: Channels per layer.
         block: Consecutive channels patched together (the authors: 512).
         progress: Show a progress bar.
         label: Name of the target in the progress bar.
+        per_decode: Channel sets handed to ``accuracies`` at once (rows of the same decode batches).
 
     Returns:
         ``delta``: ``[n_layers, d_ff]``, ``acc(target) - acc(patched target)``, equal within each block.
@@ -356,16 +496,19 @@ def causal_deltas(
 
     if block < 1:
         raise ContamlabError(f"strategy.block={block}: must be >= 1")
-    n_blocks = -(-d_ff // block)
-    base_acc = accuracy(target)
-    delta = torch.zeros(n_layers, d_ff)
-    bar = tqdm(total=n_layers * n_blocks, desc=f"shortcut causal[{label}]", unit="block", disable=not progress)
-    for layer in range(n_layers):
-        for b in range(n_blocks):
-            channels = block_channels(layer, b, block, d_ff)
-            delta[layer, channels[layer]] = base_acc - accuracy(PatchedPair(target, source, channels))
-            bar.update(1)
+    blocks = [block_channels(layer, b, block, d_ff) for layer in range(n_layers) for b in range(-(-d_ff // block))]
+    variants: list[Channels] = [{}, *blocks]  # the unpatched target first
+    accs: list[float] = []
+    bar = tqdm(total=len(variants), desc=f"shortcut causal[{label}]", unit="block", disable=not progress)
+    for start in range(0, len(variants), max(1, per_decode)):
+        group = variants[start : start + max(1, per_decode)]
+        accs += accuracies(target, source, group)
+        bar.update(len(group))
     bar.close()
+    delta = torch.zeros(n_layers, d_ff)
+    for channels, acc in zip(blocks, accs[1:]):
+        ((layer, index),) = channels.items()
+        delta[layer, index] = accs[0] - acc
     return delta
 
 
@@ -496,17 +639,24 @@ def locate_set(questions: Sequence[Question], is_leaked: Callable[[str], bool], 
     return [q for q in questions if q.id in chosen][:n]
 
 
-def greedy_accuracy(make_sampler: Callable[[nn.Module], Any], domain: Domain, questions, prompt_ids) -> Callable:
-    """Step B's accuracy: greedy decoding of the locate prompts by a model, checked by the domain."""
+def greedy_accuracy(make_sampler: Callable[[nn.Module], Any], domain: Domain, questions, prompt_ids) -> Accuracies:
+    """Step B's accuracies: greedy decoding of the locate prompts, checked by the domain, for several channel sets.
 
-    def accuracy(model: nn.Module) -> float:
-        sampler = make_sampler(model)
-        sampler.set_prefix(prompt_ids)
-        responses = sampler.decode(prompt_ids, m=1, temperature=1.0, seed=0, greedy=True)
+    The prompts are repeated once per channel set and decoded as rows of the same batches by a
+    :class:`BlockPatchedPair` (one decode, where patching block by block took one decode per block).
+    """
+
+    def accuracies(target: nn.Module, source: nn.Module, variants: Sequence[Channels]) -> list[float]:
+        sampler = make_sampler(BlockPatchedPair(target, source, variants, len(prompt_ids)))
+        repeated = [ids for _ in variants for ids in prompt_ids]  # variant-major: prompt i has variant i // Q
+        sampler.set_prefix(repeated)
+        responses = sampler.decode(repeated, m=1, temperature=1.0, seed=0, greedy=True)
         texts = [sampler.tokenizer.decode(r[0], skip_special_tokens=True) for r in responses]
-        return sum(domain.is_correct(t, q) for t, q in zip(texts, questions)) / len(questions)
+        n = len(questions)
+        correct = [domain.is_correct(text, questions[i % n]) for i, text in enumerate(texts)]
+        return [sum(correct[v * n : (v + 1) * n]) / n for v in range(len(variants))]
 
-    return accuracy
+    return accuracies
 
 
 def locate(
@@ -544,10 +694,14 @@ def locate(
     completions = [r[0] for r in sampler.decode(prompt_ids, m=1, temperature=1.0, seed=0, greedy=True)]
     comparative = comparative_scores(con, un, prompt_ids, completions, n_layers, config.positions)
     t_a = time.perf_counter() - started
-    accuracy = greedy_accuracy(make_sampler, domain, questions, prompt_ids)
+    accuracies = greedy_accuracy(make_sampler, domain, questions, prompt_ids)
     d_ff = comparative.shape[1]
-    delta_con = causal_deltas(con, un, accuracy, n_layers, d_ff, config.block, progress, "contaminated")
-    delta_base = causal_deltas(base, un, accuracy, n_layers, d_ff, config.block, progress, "base")
+    per_decode = max(1, getattr(sampler, "batch_rows", 0) // len(questions))  # blocks that fill one decode batch
+    deltas = [
+        causal_deltas(target, un, accuracies, n_layers, d_ff, config.block, progress, label, per_decode)
+        for target, label in ((con, "contaminated"), (base, "base"))
+    ]
+    delta_con, delta_base = deltas
     log.info(
         "shortcut: located %d neurons on %d questions in %.1f s (Step A %.1f s)",
         comparative.numel(),
