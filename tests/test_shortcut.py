@@ -146,10 +146,17 @@ def test_causal_deltas_broadcast_block_deltas():
     expected[1, 4:6] = 0.5
     assert torch.equal(delta, expected)
     assert calls == [4, 3]  # 1 unpatched + 2 layers x 3 blocks, four channel sets per decode
+
     # a last block shorter than `block`; one channel set per decode
+    def half(model, reference, variants):
+        calls.append(len(variants))
+        return [1.0 if not v else 0.5 for v in variants]
+
     calls.clear()
-    delta = causal_deltas(target, source, lambda t, r, vs: [1.0 if not v else 0.5 for v in vs], 2, 6, block=4)
-    assert torch.equal(delta, torch.full((2, 6), 0.5)) and calls == []
+    delta = causal_deltas(target, source, half, 2, 6, block=4)
+    assert torch.equal(delta, torch.full((2, 6), 0.5)) and calls == [1] * 5  # 1 unpatched + 2 layers x 2 blocks
+    with pytest.raises(ValueError, match="accuracies"):
+        causal_deltas(target, source, lambda t, r, vs: [1.0], 2, 6, block=4, per_decode=2)
 
 
 def test_locate_set_is_a_seeded_stratified_half():
@@ -291,8 +298,8 @@ def test_pair_in_the_sampler_equals_the_step_by_step_loop(world, m, batch_rows):
     assert [r[0] for r in plain] != free  # the patch does change the output
 
 
-@pytest.mark.parametrize("batch_rows", [64, 4])
-def test_block_patched_pair_equals_one_pair_per_channel_set(world, batch_rows):
+@pytest.mark.parametrize(("m", "batch_rows"), [(1, 64), (1, 4), (2, 5)])
+def test_block_patched_pair_equals_one_pair_per_channel_set(world, m, batch_rows):
     # Step B's batched decode: each group of prompts gets exactly what its own PatchedPair decode (and the literal
     # step-by-step loop) gives, also when a decode chunk holds rows of two channel sets and rows finish apart.
     domain, tok, target, reference, prompts = world
@@ -308,7 +315,9 @@ def test_block_patched_pair_equals_one_pair_per_channel_set(world, batch_rows):
     batched.eos_id = eos
     repeated = [p for _ in variants for p in prompt_ids]
     assert batched.set_prefix(repeated) > 10  # the 2-shot exemplars: computed once per channel set
-    out = [r[0] for r in batched.decode(repeated, m=1, temperature=1.0, seed=0, greedy=True)]
+    decoded = batched.decode(repeated, m=m, temperature=1.0, seed=0, greedy=True)
+    assert all(rows == [rows[0]] * m for rows in decoded)  # greedy: a prompt's m rows agree
+    out = [rows[0] for rows in decoded]
     n = len(prompt_ids)
     for v, channels in enumerate(variants):
         if channels:
@@ -331,6 +340,8 @@ def test_prompt_cache_follows_its_rows_through_batch_edits(world):
     assert cache.prompt_index.tolist() == [7, 7, 3, 3, 5, 5]
     cache.batch_select_indices(torch.tensor([1, 4, 5]))
     assert cache.prompt_index.tolist() == [7, 5, 5]
+    cache.reset()
+    assert cache.prompt_index is None  # unbound: the next forward computes the prefix rows again
 
 
 def test_comparative_scores_equal_rms_over_collected_tokens(world):

@@ -262,10 +262,16 @@ class HFSampler:
         return make_cache() if make_cache is not None else growing_cache(self.model.config)
 
     def _expanded_prefix(self, owners: Sequence[int]) -> DynamicCache:
-        """The prefix KV for one row per prompt (``owners``: the prompts' indices in the caller's list).
+        """The prefix KV for one row per prompt.
 
         A model's own cache that answers prompts differently (shortcut's Step B: one patch per group of prompts) binds
         its rows to the prompts itself (``bind_prompts``), its prefix rows included.
+
+        Args:
+            owners: The prompts' indices in the caller's list.
+
+        Returns:
+            A cache of ``len(owners)`` rows (empty when no prefix is cached).
         """
         cache = self._new_cache() if self._prefix_cache is None else copy.deepcopy(self._prefix_cache)
         bind = getattr(cache, "bind_prompts", None)

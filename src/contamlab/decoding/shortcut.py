@@ -163,22 +163,30 @@ def overwrite_channels(model: nn.Module, channels: Channels, values: dict[int, T
 
 
 @contextmanager
-def overwrite_rows(model: nn.Module, masks: dict[int, Tensor], values: dict[int, Tensor]) -> Iterator[None]:
-    """Replace, row by row, the masked channels of the MLP output projection's input by ``values``.
+def overwrite_rows(
+    model: nn.Module, channels: Channels, masks: dict[int, Tensor], values: dict[int, Tensor]
+) -> Iterator[None]:
+    """Replace, row by row, some of the chosen channels of the MLP output projection's input by ``values``.
 
     Args:
         model: The model to patch (its weights are untouched; the hooks go when the context closes).
-        masks: ``masks[l]``: ``[B, d_ff]`` bool, the channels of layer l to overwrite in each row.
-        values: ``values[l]``: ``[B, S, d_ff]`` replacement activations (every channel), read at each forward pass.
+        channels: ``channels[l]``: the ``k_l`` channel indices of layer l that any row may overwrite.
+        masks: ``masks[l]``: ``[B, k_l]`` bool, which of those channels each row overwrites.
+        values: ``values[l]``: ``[B, S, k_l]`` replacement activations, read at each forward pass.
     """
     projections = mlp_output_projections(model)
     handles = []
-    for layer in masks:
+    for layer, index in channels.items():
 
-        def hook(module, args, layer=layer):
+        def hook(module, args, layer=layer, index=index):
             acts = args[0]  # [B, S, d_ff]
-            mask = masks[layer][:, None, :].to(acts.device)  # [B, 1, d_ff]
-            return (torch.where(mask, values[layer].to(acts.dtype), acts), *args[1:])  # [B, S, d_ff]
+            new = values[layer]  # [B, S, k]
+            if new.shape[:-1] != acts.shape[:-1]:
+                raise ValueError(f"layer {layer}: patch values {tuple(new.shape)} do not fit activations {acts.shape}")
+            index = index.to(acts.device)
+            old = acts.index_select(acts.ndim - 1, index)  # [B, S, k]
+            chosen = torch.where(masks[layer][:, None, :], new.to(acts.dtype), old)  # [B, S, k]
+            return (acts.index_copy(acts.ndim - 1, index, chosen), *args[1:])  # [B, S, d_ff]
 
         handles.append(projections[layer].register_forward_pre_hook(hook))
     try:
@@ -278,8 +286,14 @@ class PatchedPair(nn.Module):
 class PromptCache(PairCache):
     """A :class:`PairCache` that knows which prompt each row answers (``prompt_index``), through every batch edit.
 
-    Prompts come in groups of ``group_size`` that the model treats alike (:class:`BlockPatchedPair`); a cache that
-    holds a shared prefix has one row per group, and :meth:`bind_prompts` gives each prompt its group's prefix row.
+    Prompts come in groups of ``group_size`` that the model treats alike (:class:`BlockPatchedPair`). A cache that
+    holds the shared prefix (HFSampler.set_prefix) has one row per group until :meth:`bind_prompts` gives each prompt
+    its group's prefix row.
+
+    Args:
+        target_config: The target's model config.
+        reference_config: The reference's model config.
+        group_size: Prompts per group.
     """
 
     def __init__(self, target_config: Any, reference_config: Any, group_size: int) -> None:
@@ -288,7 +302,15 @@ class PromptCache(PairCache):
         self.prompt_index: Tensor | None = None  # [R] index of each row's prompt in the decoded list
 
     def bind_prompts(self, prompts: Tensor) -> None:
-        """Row r answers prompt ``prompts[r]`` (HFSampler's prefill); prefix rows are picked by group."""
+        """Bind the rows to prompts (HFSampler's prefill): row r answers prompt ``prompts[r]``.
+
+        Args:
+            prompts: ``[R]`` indices into the decoded prompt list. A cache holding prefix rows keeps, for each prompt,
+                a copy of its group's row.
+
+        Raises:
+            ValueError: If a prompt's group has no prefix row.
+        """
         if self.prompt_index is not None and self.get_seq_length() > 0:
             groups, wanted = self.prompt_index // self.group_size, prompts // self.group_size  # [G], [R]
             match = groups[None, :] == wanted[:, None]  # [R, G]
@@ -300,17 +322,25 @@ class PromptCache(PairCache):
     def batch_repeat_interleave(self, repeats: int) -> None:
         """Repeat every row ``repeats`` times in both caches and in the prompt index."""
         super().batch_repeat_interleave(repeats)
-        self.prompt_index = self.prompt_index.repeat_interleave(repeats)
+        if self.prompt_index is not None:
+            self.prompt_index = self.prompt_index.repeat_interleave(repeats)
 
     def batch_select_indices(self, indices: Tensor) -> None:
         """Keep only the rows ``indices`` in both caches and in the prompt index."""
         super().batch_select_indices(indices)
-        self.prompt_index = self.prompt_index[indices.cpu()]
+        if self.prompt_index is not None:
+            self.prompt_index = self.prompt_index[indices.cpu()]
 
     def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
         """Reorder the rows of both caches and of the prompt index."""
         super().reorder_cache(beam_idx)
-        self.prompt_index = self.prompt_index[beam_idx.cpu()]
+        if self.prompt_index is not None:
+            self.prompt_index = self.prompt_index[beam_idx.cpu()]
+
+    def reset(self) -> None:
+        """Empty both caches and unbind the rows."""
+        super().reset()
+        self.prompt_index = None
 
 
 class BlockPatchedPair(nn.Module):
@@ -336,23 +366,22 @@ class BlockPatchedPair(nn.Module):
         self.target = target
         self.reference = reference
         self.n_prompts = n_prompts
-        self.variants = [{layer: index for layer, index in v.items() if index.numel() > 0} for v in variants]
-        self.layers = sorted({layer for v in self.variants for layer in v})
+        self.variants = [{layer: index.cpu() for layer, index in v.items() if index.numel() > 0} for v in variants]
+        layers = sorted({layer for v in self.variants for layer in v})
+        # Per layer: the union of the variants' channels (the only ones captured and written), and which of them
+        # each variant overwrites.
+        self.channels: Channels = {
+            layer: torch.cat([v[layer] for v in self.variants if layer in v]).unique() for layer in layers
+        }  # layer -> [k_l] sorted
+        self.tables: dict[int, Tensor] = {
+            layer: torch.stack([torch.isin(union, v.get(layer, union[:0])) for v in self.variants])
+            for layer, union in self.channels.items()
+        }  # layer -> [V, k_l] bool
         self.config = getattr(target, "config", None)
-        self._tables: dict[int, Tensor] = {}  # layer -> [V, d_ff] bool, built at the first forward
 
     def make_cache(self) -> PromptCache:
         """An empty KV cache for both models that follows each row's prompt."""
         return PromptCache(self.target.config, self.reference.config, self.n_prompts)
-
-    def _table(self, layer: int, d_ff: int) -> Tensor:
-        if layer not in self._tables:
-            table = torch.zeros(len(self.variants), d_ff, dtype=torch.bool)  # [V, d_ff]
-            for v, channels in enumerate(self.variants):
-                if layer in channels:
-                    table[v, channels[layer]] = True
-            self._tables[layer] = table
-        return self._tables[layer]
 
     def forward(
         self,
@@ -363,7 +392,7 @@ class BlockPatchedPair(nn.Module):
         use_cache: bool | None = None,
         **kwargs: Any,
     ):
-        """Reference forward (every channel of the patched layers), then the target with each row's channels."""
+        """Reference forward (capturing the variants' channels), then the target with each row's own overwritten."""
         if not isinstance(cache, PromptCache):
             raise TypeError("BlockPatchedPair needs the PromptCache of make_cache(), bound to its prompts by HFSampler")
         if cache.prompt_index is None:  # the shared prefix (HFSampler.set_prefix): one row per variant
@@ -373,13 +402,14 @@ class BlockPatchedPair(nn.Module):
             position_ids = None if position_ids is None else position_ids.expand(len(self.variants), -1)
             cache.prompt_index = torch.arange(len(self.variants)) * self.n_prompts  # [V] each variant's first prompt
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "position_ids": position_ids, **kwargs}
-        if not self.layers:
+        if not self.channels:
             return self.target(**inputs, cache=cache, use_cache=use_cache)
         variant = cache.prompt_index // self.n_prompts  # [R]
-        with capture_channels(self.reference, None, self.layers[-1] + 1) as values:
+        with capture_channels(self.reference, self.channels, max(self.channels) + 1) as values:
             self.reference(**inputs, cache=cache.reference, use_cache=use_cache)
-        masks = {layer: self._table(layer, values[layer].shape[-1])[variant] for layer in self.layers}  # [R, d_ff]
-        with overwrite_rows(self.target, masks, values):
+        device = input_ids.device
+        masks = {layer: table.to(device)[variant.to(device)] for layer, table in self.tables.items()}  # [R, k_l]
+        with overwrite_rows(self.target, self.channels, masks, values):
             return self.target(**inputs, cache=cache, use_cache=use_cache)
 
 
@@ -502,7 +532,10 @@ def causal_deltas(
     bar = tqdm(total=len(variants), desc=f"shortcut causal[{label}]", unit="block", disable=not progress)
     for start in range(0, len(variants), max(1, per_decode)):
         group = variants[start : start + max(1, per_decode)]
-        accs += accuracies(target, source, group)
+        got = accuracies(target, source, group)
+        if len(got) != len(group):
+            raise ValueError(f"shortcut: {len(got)} accuracies for {len(group)} channel sets")
+        accs += got
         bar.update(len(group))
     bar.close()
     delta = torch.zeros(n_layers, d_ff)
@@ -675,7 +708,7 @@ def locate(
         con: M_con, the contaminated model.
         un: M_un, the uncontaminated model (Step B's patch source).
         base: M_base, the pretrained base.
-        make_sampler: Builds an HFSampler with the locate token budget for a model (or a :class:`PatchedPair`).
+        make_sampler: Builds an HFSampler with the locate token budget for a model (or a :class:`BlockPatchedPair`).
         domain: Prompts and answer checker.
         questions: The locate set (:func:`locate_set`).
         config: Block size, positions, budget.
