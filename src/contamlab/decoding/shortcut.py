@@ -133,7 +133,9 @@ def capture_channels(model: nn.Module, channels: Channels | None, n_layers: int)
 
 
 @contextmanager
-def overwrite_channels(model: nn.Module, channels: Channels, values: dict[int, Tensor]) -> Iterator[None]:
+def overwrite_channels(
+    model: nn.Module, channels: Channels, values: dict[int, Tensor], masks: dict[int, Tensor] | None = None
+) -> Iterator[None]:
     """Replace the chosen channels of the MLP output projection's input by ``values`` while the context is open.
 
     Args:
@@ -141,6 +143,8 @@ def overwrite_channels(model: nn.Module, channels: Channels, values: dict[int, T
         channels: ``channels[l]``: the ``k_l`` channel indices of layer l to overwrite.
         values: ``values[l]``: ``[B, S, k_l]`` replacement activations, read at each forward pass (a dict that a
             capture fills in just before).
+        masks: ``masks[l]``: ``[B, k_l]`` bool, which of the chosen channels each row overwrites (Step B's rows
+            patched with different blocks); None overwrites all of them in every row.
     """
     projections = mlp_output_projections(model)
     handles = []
@@ -148,45 +152,13 @@ def overwrite_channels(model: nn.Module, channels: Channels, values: dict[int, T
 
         def hook(module, args, layer=layer, index=index):
             acts = args[0]  # [B, S, d_ff]
-            new = values[layer]  # [B, S, k]
-            if new.shape[:-1] != acts.shape[:-1]:
-                raise ValueError(f"layer {layer}: patch values {tuple(new.shape)} do not fit activations {acts.shape}")
-            patched = acts.index_copy(acts.ndim - 1, index.to(acts.device), new.to(acts.dtype))  # [B, S, d_ff]
-            return (patched, *args[1:])
-
-        handles.append(projections[layer].register_forward_pre_hook(hook))
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
-@contextmanager
-def overwrite_rows(
-    model: nn.Module, channels: Channels, masks: dict[int, Tensor], values: dict[int, Tensor]
-) -> Iterator[None]:
-    """Replace, row by row, some of the chosen channels of the MLP output projection's input by ``values``.
-
-    Args:
-        model: The model to patch (its weights are untouched; the hooks go when the context closes).
-        channels: ``channels[l]``: the ``k_l`` channel indices of layer l that any row may overwrite.
-        masks: ``masks[l]``: ``[B, k_l]`` bool, which of those channels each row overwrites.
-        values: ``values[l]``: ``[B, S, k_l]`` replacement activations, read at each forward pass.
-    """
-    projections = mlp_output_projections(model)
-    handles = []
-    for layer, index in channels.items():
-
-        def hook(module, args, layer=layer, index=index):
-            acts = args[0]  # [B, S, d_ff]
-            new = values[layer]  # [B, S, k]
+            new = values[layer].to(acts.dtype)  # [B, S, k]
             if new.shape[:-1] != acts.shape[:-1]:
                 raise ValueError(f"layer {layer}: patch values {tuple(new.shape)} do not fit activations {acts.shape}")
             index = index.to(acts.device)
-            old = acts.index_select(acts.ndim - 1, index)  # [B, S, k]
-            chosen = torch.where(masks[layer][:, None, :], new.to(acts.dtype), old)  # [B, S, k]
-            return (acts.index_copy(acts.ndim - 1, index, chosen), *args[1:])  # [B, S, d_ff]
+            if masks is not None:
+                new = torch.where(masks[layer][:, None, :], new, acts.index_select(acts.ndim - 1, index))  # [B, S, k]
+            return (acts.index_copy(acts.ndim - 1, index, new), *args[1:])  # [B, S, d_ff]
 
         handles.append(projections[layer].register_forward_pre_hook(hook))
     try:
@@ -373,10 +345,11 @@ class BlockPatchedPair(nn.Module):
         self.channels: Channels = {
             layer: torch.cat([v[layer] for v in self.variants if layer in v]).unique() for layer in layers
         }  # layer -> [k_l] sorted
+        device = next(target.parameters()).device
         self.tables: dict[int, Tensor] = {
-            layer: torch.stack([torch.isin(union, v.get(layer, union[:0])) for v in self.variants])
+            layer: torch.stack([torch.isin(union, v.get(layer, union[:0])) for v in self.variants]).to(device)
             for layer, union in self.channels.items()
-        }  # layer -> [V, k_l] bool
+        }  # layer -> [V, k_l] bool, on the model's device
         self.config = getattr(target, "config", None)
 
     def make_cache(self) -> PromptCache:
@@ -407,9 +380,8 @@ class BlockPatchedPair(nn.Module):
         variant = cache.prompt_index // self.n_prompts  # [R]
         with capture_channels(self.reference, self.channels, max(self.channels) + 1) as values:
             self.reference(**inputs, cache=cache.reference, use_cache=use_cache)
-        device = input_ids.device
-        masks = {layer: table.to(device)[variant.to(device)] for layer, table in self.tables.items()}  # [R, k_l]
-        with overwrite_rows(self.target, self.channels, masks, values):
+        masks = {layer: table[variant.to(table.device)] for layer, table in self.tables.items()}  # [R, k_l]
+        with overwrite_channels(self.target, self.channels, values, masks):
             return self.target(**inputs, cache=cache, use_cache=use_cache)
 
 
@@ -530,8 +502,9 @@ def causal_deltas(
     variants: list[Channels] = [{}, *blocks]  # the unpatched target first
     accs: list[float] = []
     bar = tqdm(total=len(variants), desc=f"shortcut causal[{label}]", unit="block", disable=not progress)
-    for start in range(0, len(variants), max(1, per_decode)):
-        group = variants[start : start + max(1, per_decode)]
+    per_decode = max(1, per_decode)
+    for start in range(0, len(variants), per_decode):
+        group = variants[start : start + per_decode]
         got = accuracies(target, source, group)
         if len(got) != len(group):
             raise ValueError(f"shortcut: {len(got)} accuracies for {len(group)} channel sets")
@@ -730,11 +703,10 @@ def locate(
     accuracies = greedy_accuracy(make_sampler, domain, questions, prompt_ids)
     d_ff = comparative.shape[1]
     per_decode = max(1, getattr(sampler, "batch_rows", 0) // len(questions))  # blocks that fill one decode batch
-    deltas = [
+    delta_con, delta_base = (
         causal_deltas(target, un, accuracies, n_layers, d_ff, config.block, progress, label, per_decode)
         for target, label in ((con, "contaminated"), (base, "base"))
-    ]
-    delta_con, delta_base = deltas
+    )
     log.info(
         "shortcut: located %d neurons on %d questions in %.1f s (Step A %.1f s)",
         comparative.numel(),
