@@ -31,7 +31,7 @@ from contamlab.decoding.railcap import build_table, railcap_step
 from contamlab.decoding.sampler import HFSampler, encode_prompts
 from contamlab.decoding.ted import ted_survivors
 from contamlab.io import atomic_write_json
-from contamlab.models import load_causal_lm, load_tokenizer
+from contamlab.models import load_tokenizer
 
 
 def load(model_name: str):
@@ -49,7 +49,9 @@ def load(model_name: str):
         source = str(model_store(cfg).stage_dir(domain, "clean"))
         if not is_done(Path(source)):
             raise SystemExit(f"train the default world first (python train.py); missing {source}")
-    return cfg, build_domain(cfg.domain), load_causal_lm(source), load_tokenizer(source)
+    from contamlab.jobs.common import model_store
+
+    return cfg, build_domain(cfg.domain), model_store(cfg).load(source), load_tokenizer(source)
 
 
 def configured_draw(model_name: str) -> str:

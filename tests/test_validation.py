@@ -55,7 +55,7 @@ def test_bad_train_value_is_one_line(tmp_path):
         ("evaluate", "sampler.draw=gumbel", "sampler.draw='gumbel': must be multinomial or inverse_cdf"),
         ("evaluate", "domain.max_test=abc", "domain.max_test='abc': must be an integer, or null"),
         ("evaluate", "+strategy.alpha=1", "strategy.alpha: not a setting of strategy=identity"),
-        ("evaluate", "model.dtype=fp8", "model.dtype='fp8': must be one of float32, bfloat16 or float16"),
+        ("evaluate", "model.dtype=fp8", "model.dtype='fp8': must be one of auto, float32, bfloat16 or float16"),
         ("train", "finetune.lr=0", "finetune.lr=0: must be a number > 0"),
         ("train", "+model.hiden_size=64", "model.hiden_size: not a setting of model=tiny"),
         ("evaluate", "+logger.project=x", "logger.project: not a setting of logger="),

@@ -108,9 +108,10 @@ def group_choice(cfg: DictConfig, group: str) -> str | None:
 
 
 def run_safely(fn: Callable[[DictConfig], Any] | str, cfg: DictConfig) -> Any:
-    """Validate the config, then run an entry point's ``run(cfg)``.
+    """Validate the config and check the machine, then run an entry point's ``run(cfg)``.
 
-    A bad value (:func:`contamlab.validation.validate`, before any data or model loads) or any other
+    A bad value (:func:`contamlab.validation.validate`), a machine that lacks what the config asks for
+    (:func:`contamlab.preflight.preflight`; both before any data or model loads) or any other
     :class:`ContamlabError` becomes one line on stderr and exit status 2.
 
     Args:
@@ -118,10 +119,12 @@ def run_safely(fn: Callable[[DictConfig], Any] | str, cfg: DictConfig) -> Any:
             is reported before torch and transformers load (a second rather than five).
         cfg: The composed config.
     """
+    from contamlab.preflight import preflight
     from contamlab.validation import validate
 
     try:
         validate(cfg)
+        preflight(cfg)
         if isinstance(fn, str):
             import importlib
 

@@ -11,6 +11,7 @@ stay in the constructors, which also run before any model loads.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -107,9 +108,12 @@ COMMON: dict[str, tuple[Check, str]] = {
         lambda v: v is None or v == "auto" or (_is_int(v) and v >= 1),
         "an integer >= 1, auto or null",
     ),
-    "model.dtype": choice("float32", "bfloat16", "float16"),
+    "model.dtype": choice("auto", "float32", "bfloat16", "float16"),
+    "model.device_map": optional(choice("auto", "balanced", "balanced_low_0", "sequential")),
     "model.trust_remote_code": boolean(),
     "model.batch_rows": optional(integer(1)),
+    # both halves are needed (the detectors' AUROC, the leaked/unleaked metrics); the domain checks it too
+    "domain.leak_fraction": (lambda v: _is_number(v) and 0 < v < 1, "a number strictly between 0 and 1"),
 }
 EVALUATE: dict[str, tuple[Check, str]] = {
     "m": integer(1),
@@ -304,10 +308,14 @@ def _check_model_sources(cfg: DictConfig) -> None:
             )
 
 
+# Precisions every Lightning 2.x accepts; any other value is checked against Lightning's own list.
+_COMMON_PRECISIONS = {"32-true", "32", "bf16-mixed", "16-mixed", "bf16-true", "16-true", "64-true", "64"}
+
+
 def _check_precision(cfg: DictConfig) -> None:
     present, value = _get(cfg, "trainer.precision")
-    if not present:
-        return
+    if not present or str(value) in _COMMON_PRECISIONS:
+        return  # importing Lightning to ask takes ~10 s on a small machine; it decides only the unusual values
     from typing import get_args
 
     from lightning.fabric.connector import _PRECISION_INPUT
@@ -317,6 +325,19 @@ def _check_precision(cfg: DictConfig) -> None:
         valid.update(str(v) for v in (get_args(member) or (member,)))
     if str(value) not in valid:
         raise ContamlabError(f"trainer.precision={_show(value)}: use 32-true, bf16-mixed, 16-mixed, 64-true …")
+
+
+def _check_device(cfg: DictConfig) -> None:
+    """``model.device``: a device this machine has (``cuda`` on a CPU-only machine stops here, not after a load)."""
+    present, value = _get(cfg, "model.device")
+    if not present:
+        return
+    if not isinstance(value, str) or not re.match(r"^(auto|cpu|cuda(:\d+)?)$", value):
+        raise ContamlabError(f"model.device={_show(value)}: use auto, cpu, cuda or cuda:N")
+    if value.startswith("cuda"):  # only then is torch imported (a second), to ask it for the devices
+        from contamlab.models.placement import check_device
+
+        check_device(value)
 
 
 def validate(cfg: DictConfig) -> None:
@@ -331,6 +352,7 @@ def validate(cfg: DictConfig) -> None:
         _check_rules(cfg, EVALUATE)
         backend = cfg.sampler.get("name") if isinstance(cfg.get("sampler"), DictConfig) else None
         _check_rules(cfg, SAMPLERS.get(str(backend), {}))
+        _check_device(cfg)
         _check_model_sources(cfg)
         for group in ("model", "sampler", "strategy", "detector", "domain", "logger"):
             _check_group(cfg, group)  # imports each target's module (torch for most): after the cheap checks

@@ -53,8 +53,8 @@ def teacher_forced_logits(
     for start in tqdm(range(0, len(prompt_ids), batch_size), desc="teacher forcing", disable=not progress):
         batch = list(range(start, min(start + batch_size, len(prompt_ids))))
         seqs = [list(prompt_ids[i]) + list(responses[i]) for i in batch]
-        ids, mask = pad_batch(seqs, pad_id)  # [B, W] each
-        logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float()  # [B, W, V]
+        ids, mask = pad_batch(seqs, pad_id, device=device)  # [B, W] each
+        logits = model(input_ids=ids, attention_mask=mask).logits.float()  # [B, W, V]
         for row, i in enumerate(batch):
             p, n = len(prompt_ids[i]), len(responses[i])
             if n:

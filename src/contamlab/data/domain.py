@@ -5,6 +5,7 @@ Domains are built by Hydra from ``configs/domain/<name>.yaml``; :func:`load_doma
 
 from __future__ import annotations
 
+import logging
 from functools import cached_property
 from typing import Any
 
@@ -13,6 +14,8 @@ from contamlab.data.prompts import PromptFormat
 from contamlab.data.question import Question
 from contamlab.data.split import Split, draw_split
 from contamlab.errors import ContamlabError
+
+log = logging.getLogger("contamlab")
 
 # Fingerprint fields that say how the leak reaches the contaminated model, not what is evaluated: the base and clean
 # models and the evaluation prompts do not depend on them.
@@ -76,6 +79,8 @@ class Domain:
             prompt = PromptFormat(**fields)
         self.format = prompt
         self.split_seed = int(split_seed)
+        if not 0.0 < float(leak_fraction) < 1.0:  # both halves are needed: the detectors' AUROC, the split metrics
+            raise ContamlabError(f"domain.leak_fraction={leak_fraction}: must lie strictly between 0 and 1")
         self.leak_fraction = float(leak_fraction)
         for field, value in (("max_test", max_test), ("max_train", max_train)):
             if value is not None and int(value) <= 0:
@@ -117,7 +122,29 @@ class Domain:
     def test(self) -> list[Question]:
         """Test-split questions, original wording (evaluation always uses these)."""
         questions = self._load_test()
+        if self.max_test is not None and self.max_test > len(questions):
+            log.warning(
+                "domain.max_test=%d is above the %d test questions of %s: all %d are used",
+                self.max_test,
+                len(questions),
+                self.name,
+                len(questions),
+            )
         return _checked(questions[: self.max_test], f"{self.name} test")
+
+    def check_data(self, train: bool = True) -> None:
+        """Read and check everything the domain will read later: test and train files, the split, the leak texts.
+
+        The jobs call it before any model loads, so a missing, empty, non-UTF-8 or malformed file (or a bad leak
+        setting) is reported in one line instead of after a model has loaded or training has started.
+
+        Args:
+            train: Also read the training split (train.py; evaluation reads it only for few-shot exemplars).
+        """
+        _ = self.test, self.split
+        if train:
+            _ = self.train
+            self.leaked_training_questions()
 
     @cached_property
     def split(self) -> Split:

@@ -114,7 +114,8 @@ class LNEBlocking(Strategy):
 
     def n_blocks(self, greedy_entropy: Sequence[float]) -> torch.Tensor:
         """n_block per question ([Q] int64)."""
-        return torch.tensor([n_block(e, self.t_task, self.beta, self.rounding) for e in greedy_entropy])
+        counts = [n_block(e, self.t_task, self.beta, self.rounding) for e in greedy_entropy]
+        return torch.tensor(counts, dtype=torch.long, device="cpu")  # moved to the logits' device by LNEHook.to
 
     def step_fn(self, greedy_ids, greedy_entropy):
         """Block the argmax while the row's step is below its question's n_block."""
@@ -130,6 +131,10 @@ class LNEHook:
     def __call__(self, logits, generated, owner):
         """Block the argmax while a row's step is below its question's n_block (see :func:`lne_step`)."""
         return lne_step(logits, generated.shape[1], owner, self.n_blocks)
+
+    def to(self, device: torch.device | str) -> LNEHook:
+        """The hook with its counts on ``device`` (the sampler calls it once per decode, not once per step)."""
+        return LNEHook(self.n_blocks.to(device))
 
     def vllm_args(self, n_questions: int) -> list[dict[str, Any]]:
         """Each question's n_block as vLLM ``extra_args`` (:func:`lne_args`)."""

@@ -90,18 +90,19 @@ class RailCapTable:
 
 def _windows(trajectory: Sequence[int], n: int, duplicates: str) -> Tensor:
     """All (n-gram, successor) windows of one trajectory as ``[W, n + 1]`` rows, duplicates resolved."""
-    traj = torch.as_tensor([int(tok) for tok in trajectory], dtype=torch.long)  # [T]
+    # Tables are built once per chunk on the host and moved to the model's device before decoding (RailCapHook.to).
+    traj = torch.as_tensor([int(tok) for tok in trajectory], dtype=torch.long, device="cpu")  # [T]
     if traj.numel() <= n:
-        return torch.empty((0, n + 1), dtype=torch.long)
+        return torch.empty((0, n + 1), dtype=torch.long, device="cpu")
     windows = traj.unfold(0, n + 1, 1)  # [T - n, n + 1]: row k = (g_k..g_{k+n-1}, g_{k+n})
     if duplicates == "all":
         # Capping a token twice is a no-op, so identical (n-gram, successor) pairs are stored once.
         return torch.unique(windows, dim=0)
     _, inverse = torch.unique(windows[:, :n], dim=0, return_inverse=True)  # [T - n]
     n_unique = int(inverse.max()) + 1
-    position = torch.arange(windows.shape[0])  # [T - n]
+    position = torch.arange(windows.shape[0], device="cpu")  # [T - n]
     reduce = "amin" if duplicates == "first" else "amax"
-    keep = torch.zeros(n_unique, dtype=torch.long).scatter_reduce(
+    keep = torch.zeros(n_unique, dtype=torch.long, device="cpu").scatter_reduce(
         0, inverse, position, reduce=reduce, include_self=False
     )  # [U]: the first / last occurrence of each distinct n-gram
     return windows[keep.sort().values]
@@ -127,9 +128,9 @@ def build_table(greedy: Sequence[Sequence[int]], n: int, duplicates: str = "all"
     per_question = [_windows(g, n, duplicates) for g in greedy]
     n_questions = len(per_question)
     k_max = max((w.shape[0] for w in per_question), default=0)
-    grams = torch.full((n_questions, k_max, n), _PAD, dtype=torch.long)  # [Q, K, n]
-    succ = torch.zeros((n_questions, k_max), dtype=torch.long)  # [Q, K]
-    valid = torch.zeros((n_questions, k_max), dtype=torch.bool)  # [Q, K]
+    grams = torch.full((n_questions, k_max, n), _PAD, dtype=torch.long, device="cpu")  # [Q, K, n]
+    succ = torch.zeros((n_questions, k_max), dtype=torch.long, device="cpu")  # [Q, K]
+    valid = torch.zeros((n_questions, k_max), dtype=torch.bool, device="cpu")  # [Q, K]
     # One pass over questions at build time; the per-step function never loops.
     for q, w in enumerate(per_question):
         count = w.shape[0]
@@ -301,6 +302,10 @@ class RailCapHook:
     def __call__(self, logits, generated, owner):
         """Cap (or ban) the rail successors on every matching row (see :func:`railcap_step`)."""
         return railcap_step(logits, generated, owner, self.table, mode=self.mode)
+
+    def to(self, device: torch.device | str) -> RailCapHook:
+        """The hook with its table on ``device`` (the sampler calls it once per decode, not once per step)."""
+        return RailCapHook(self.table.to(device), self.mode)
 
     def vllm_args(self, n_questions: int) -> list[dict[str, Any]]:
         """Each question's RailCap index as vLLM ``extra_args`` (:func:`railcap_args`)."""

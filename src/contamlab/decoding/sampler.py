@@ -225,7 +225,7 @@ class HFSampler:
         if ends and not any(c.isspace() for c in ends):
             texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
             enders = [i for i, text in enumerate(texts) if any(c in text for c in ends) or "\ufffd" in text]
-            self._stop_enders = torch.tensor(enders, dtype=torch.long)
+            self._stop_enders = torch.tensor(enders, dtype=torch.long, device=self.device)
         self._prefix_ids: tuple[int, ...] | None = None
         self._prefix_cache: DynamicCache | None = None
         self.stats = DecodeStats()
@@ -276,7 +276,7 @@ class HFSampler:
         cache = self._new_cache() if self._prefix_cache is None else copy.deepcopy(self._prefix_cache)
         bind = getattr(cache, "bind_prompts", None)
         if bind is not None:
-            bind(torch.tensor(list(owners), dtype=torch.long))  # [Q]
+            bind(torch.tensor(list(owners), dtype=torch.long, device=self.device))  # [Q]
         elif self._prefix_cache is not None:
             cache.batch_repeat_interleave(len(owners))  # [1, H, P, D] -> [Q, H, P, D] per layer
         return cache
@@ -308,7 +308,11 @@ class HFSampler:
         out: list[list[list[int]]] = [[] for _ in prompt_ids]
         self.last_entropy = [[] for _ in prompt_ids]
         per_chunk = max(1, self.batch_rows // m)
+        # The random stream lives on the CPU on every device, so a seed draws the same uniforms on a GPU as here.
         generator = torch.Generator(device="cpu").manual_seed(seed)
+        move = getattr(step_fn, "to", None)
+        if move is not None:
+            step_fn = move(self.device)  # the hook's tables onto the model's device once, not at every step
         for start in range(0, len(prompt_ids), per_chunk):
             chunk = list(range(start, min(start + per_chunk, len(prompt_ids))))
             rows, entropy = self._decode_chunk(
@@ -348,10 +352,11 @@ class HFSampler:
         n_q = len(prompts)
         suffixes = [p[n_prefix:] for p in prompts]
         # Prefill the question blocks, right-aligned after the shared prefix: [prefix][pad…][question].
-        ids, question_mask = pad_batch(suffixes, self.pad_id, left=True)  # [Q, W] each
-        mask = torch.cat([torch.ones((n_q, n_prefix), dtype=torch.long), question_mask], dim=1)  # [Q, P + W]
+        ids, question_mask = pad_batch(suffixes, self.pad_id, left=True, device=self.device)  # [Q, W] each
+        prefix_mask = torch.ones((n_q, n_prefix), dtype=torch.long, device=self.device)  # [Q, P]
+        mask = torch.cat([prefix_mask, question_mask], dim=1)  # [Q, P + W]
         pos = (n_prefix + question_mask.cumsum(dim=1) - 1) * question_mask  # [Q, W]: positions go on from the prefix
-        owner = torch.arange(n_q).repeat_interleave(m)  # [R] index into this chunk
+        owner = torch.arange(n_q, device=self.device).repeat_interleave(m)  # [R] index into this chunk
         shared = None
         t0 = time.perf_counter()
         if self.shared_kv:
@@ -367,7 +372,7 @@ class HFSampler:
             logits = self._forward(ids, pos, cache, mask, None)  # [Q, V]
             kv_held = cache_bytes(self._prefix_cache)
         forward_s = time.perf_counter() - t0
-        next_pos = torch.tensor([n_prefix + len(s) for s in suffixes])  # [Q]
+        next_pos = torch.tensor([n_prefix + len(s) for s in suffixes], device=self.device)  # [Q]
         # Expand each question to its m rows (the question's KV is computed once).
         if m > 1:
             if shared is None:
@@ -383,30 +388,32 @@ class HFSampler:
         logits, cache, shared, mask, next_pos = batch.logits, batch.cache, batch.shared, batch.mask, batch.next_pos
         owner_local, forward_s, n_q = batch.owner, batch.forward_s, len(prompts)
         n_rows = n_q * m
-        owner_global = torch.tensor(owners)[owner_local]  # [R] index into the caller's prompt list
-        row_index = torch.arange(n_rows)  # [R] position in the output
+        # Every row's state lives on the model's device: the per-step hooks and the forward read it without copies.
+        device = self.device
+        owner_global = torch.tensor(owners, device=device)[owner_local]  # [R] index into the caller's prompt list
+        row_index = torch.arange(n_rows, device=device)  # [R] position in the output
         # Written in place, one column per step (no copy of the whole history per step); hooks see views.
-        tokens = torch.full((n_rows, self.max_new_tokens), self.pad_id, dtype=torch.long)  # [R, T]
+        tokens = torch.full((n_rows, self.max_new_tokens), self.pad_id, dtype=torch.long, device=device)  # [R, T]
         n_seen = mask.shape[1]
-        mask = torch.cat([mask, torch.ones((n_rows, self.max_new_tokens), dtype=mask.dtype)], dim=1)  # [R, S + T]
+        ahead = torch.ones((n_rows, self.max_new_tokens), dtype=mask.dtype, device=device)  # [R, T]
+        mask = torch.cat([mask, ahead], dim=1)  # [R, S + T]
         results: list[list[int] | None] = [None] * n_rows
-        alive = torch.ones(n_rows, dtype=torch.bool)  # [R]
-        entropy_sum = torch.zeros(n_rows, dtype=torch.float64)  # [R] over the row's generated steps (LNE)
+        alive = torch.ones(n_rows, dtype=torch.bool, device=device)  # [R]
+        entropy_sum = torch.zeros(n_rows, dtype=torch.float64, device=device)  # [R] over the row's steps (LNE)
         entropy_out = [0.0] * n_rows
         n_generated = 0
         for step in range(self.max_new_tokens):
             logits = logits.float()
             if greedy:
                 logp = torch.log_softmax(logits, dim=-1)  # [R, V] raw logits, temperature 1
-                entropy_sum += -(logp.exp() * logp).sum(-1).double().cpu() * alive
+                entropy_sum += -(logp.exp() * logp).sum(-1).double() * alive
             if step_fn is not None:
                 logits = step_fn(logits, tokens[:, :step], owner_global)
             if greedy:
                 token = logits.argmax(dim=-1)  # [R]
             else:
-                probs = torch.softmax(logits / temperature, dim=-1).cpu()  # [R, V]
+                probs = torch.softmax(logits / temperature, dim=-1)  # [R, V]
                 token = self._draw(probs, generator)  # [R]
-            token = token.cpu()
             token = torch.where(alive, token, torch.full_like(token, self.pad_id))
             tokens[:, step] = token
             generated = tokens[:, : step + 1]  # [R, t + 1]
@@ -424,7 +431,7 @@ class HFSampler:
                 break
             if (~alive).sum() >= max(1, int(self.compact_fraction * alive.numel())):
                 keep = alive.nonzero().flatten()  # [R']
-                cache.batch_select_indices(keep.to(self.device))
+                cache.batch_select_indices(keep)
                 mask, next_pos, tokens = mask[keep], next_pos[keep], tokens[keep]
                 owner_global, row_index, alive = owner_global[keep], row_index[keep], alive[keep]
                 entropy_sum = entropy_sum[keep]
@@ -450,15 +457,19 @@ class HFSampler:
         Checked every step, so a stop string can only have completed with the newest token, which then produces its
         last character: only rows whose newest token can (:attr:`_stop_enders`) are decoded.
         """
-        candidates = torch.ones(generated.shape[0], dtype=torch.bool) if rows is None else rows.clone()  # [R]
+        device = generated.device
+        candidates = (
+            torch.ones(generated.shape[0], dtype=torch.bool, device=device) if rows is None else rows.clone()
+        )  # [R]
         if self._stop_enders is not None:
             candidates &= torch.isin(generated[:, -1], self._stop_enders)
-        hit = torch.zeros(generated.shape[0], dtype=torch.bool)
+        hit = torch.zeros(generated.shape[0], dtype=torch.bool, device=device)  # [R]
         check = candidates.nonzero().flatten()
         if check.numel():
             tails = generated[check, -self._stop_window :].tolist()
             tails = self.tokenizer.batch_decode(tails, skip_special_tokens=False)
-            hit[check] = torch.tensor([any(s in tail for s in self.stop) for tail in tails], dtype=torch.bool)
+            found = [any(s in tail for s in self.stop) for tail in tails]
+            hit[check] = torch.tensor(found, dtype=torch.bool, device=device)
         return hit
 
     def cache_fields(self) -> dict:
@@ -471,16 +482,19 @@ class HFSampler:
         return fields
 
     def _draw(self, probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        """One token per row from ``probs`` ([R, V] on the CPU).
+        """One token per row from ``probs`` ([R, V] on the model's device), returned on that device.
 
         ``multinomial`` makes torch draw exponential noise for every vocabulary entry: 15 % of SmolLM2's decode time
-        with a 49k vocabulary, 21 % of the tiny model's. ``inverse_cdf`` (every model config's draw) draws one uniform
-        per row and searches the cumulative distribution: the same distribution, other samples.
+        with a 49k vocabulary, 21 % of the tiny model's; it runs on the CPU (the generator's device), so on a GPU it
+        copies ``probs`` to the host every step. ``inverse_cdf`` (every model config's draw) draws one uniform per row
+        on the CPU generator, moves those R numbers to the device and searches the cumulative distribution there:
+        the same distribution, other samples, and the same uniforms for a seed on every device.
         """
         if self.draw == "multinomial":
-            return torch.multinomial(probs, 1, generator=generator).squeeze(1)
+            return torch.multinomial(probs.cpu(), 1, generator=generator).squeeze(1).to(probs.device)
         cdf = probs.double().cumsum(dim=-1)  # [R, V]
-        u = torch.rand((probs.shape[0], 1), generator=generator, dtype=torch.float64) * cdf[:, -1:]  # [R, 1]
+        u = torch.rand((probs.shape[0], 1), generator=generator, dtype=torch.float64, device="cpu")  # [R, 1]
+        u = u.to(probs.device) * cdf[:, -1:]  # [R, 1]
         return torch.searchsorted(cdf, u, right=True).squeeze(1).clamp_max(probs.shape[1] - 1)  # [R]
 
     def _trim(self, ids: list[int]) -> list[int]:

@@ -125,7 +125,7 @@ def shared_kv_attention(
     prefix = shared_kv.prefix.layers[layer] if shared_kv.prefix is not None else None
     if prefix is not None and prefix.get_seq_length():
         scores.append(_against_one(qg, prefix.keys[0]))  # [R, Hkv, gq, P]
-        masks.append(torch.ones((rows, 1, 1, 1, prefix.get_seq_length()), dtype=torch.bool))
+        masks.append(torch.ones((rows, 1, 1, 1, prefix.get_seq_length()), dtype=torch.bool, device=query.device))
     blocks = shared_kv.blocks.layers[layer] if shared_kv.blocks is not None else None
     if blocks is not None:
         width = blocks.get_seq_length()
@@ -137,12 +137,14 @@ def shared_kv_attention(
     scores.append(torch.matmul(qg, key.transpose(-1, -2)))  # [R, Hkv, gq, S]
     # Causal among the q new keys; a row's padding keys hidden, but every query sees itself (left-padded rows with
     # no prefix would otherwise have no key at all).
-    seen = torch.arange(s)[None, :] <= torch.arange(s - q, s)[:, None]  # [q, S]
+    keys_at = torch.arange(s, device=query.device)  # [S]
+    queries_at = torch.arange(s - q, s, device=query.device)  # [q]
+    seen = keys_at[None, :] <= queries_at[:, None]  # [q, S]
     own = seen & shared_kv.row_mask[:, None, :] if shared_kv.row_mask is not None else seen[None]  # [R or 1, q, S]
-    own = own | (torch.arange(s)[None, :] == torch.arange(s - q, s)[:, None])
+    own = own | (keys_at[None, :] == queries_at[:, None])
     masks.append(own.expand(rows, q, s)[:, None, None])  # [R, 1, 1, q, S]
     logits = torch.cat(scores, dim=-1).view(rows, hkv, group, q, -1) * scale  # [R, Hkv, g, q, L]
-    mask = torch.cat([m.expand(rows, 1, 1, q, m.shape[-1]) for m in masks], dim=-1).to(logits.device)
+    mask = torch.cat([m.expand(rows, 1, 1, q, m.shape[-1]) for m in masks], dim=-1)  # [R, 1, 1, q, L]
     probs = torch.softmax(logits.masked_fill(~mask, float("-inf")), dim=-1).view(rows, hkv, group * q, -1)
     out = torch.zeros_like(qg)  # [R, Hkv, gq, D]
     at = 0

@@ -301,13 +301,13 @@ class PromptCache(PairCache):
         """Keep only the rows ``indices`` in both caches and in the prompt index."""
         super().batch_select_indices(indices)
         if self.prompt_index is not None:
-            self.prompt_index = self.prompt_index[indices.cpu()]
+            self.prompt_index = self.prompt_index[indices.to(self.prompt_index.device)]
 
     def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
         """Reorder the rows of both caches and of the prompt index."""
         super().reorder_cache(beam_idx)
         if self.prompt_index is not None:
-            self.prompt_index = self.prompt_index[beam_idx.cpu()]
+            self.prompt_index = self.prompt_index[beam_idx.to(self.prompt_index.device)]
 
     def reset(self) -> None:
         """Empty both caches and unbind the rows."""
@@ -373,7 +373,8 @@ class BlockPatchedPair(nn.Module):
                 raise ValueError("BlockPatchedPair: an unbound cache takes one unpadded prefix row")
             input_ids = input_ids.expand(len(self.variants), -1)  # [V, P]
             position_ids = None if position_ids is None else position_ids.expand(len(self.variants), -1)
-            cache.prompt_index = torch.arange(len(self.variants)) * self.n_prompts  # [V] each variant's first prompt
+            first = torch.arange(len(self.variants), device=input_ids.device) * self.n_prompts  # [V]
+            cache.prompt_index = first  # each variant's first prompt
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "position_ids": position_ids, **kwargs}
         if not self.channels:
             return self.target(**inputs, cache=cache, use_cache=use_cache)
@@ -397,7 +398,7 @@ def rms_difference(con: Tensor, un: Tensor) -> Tensor:
         ``[L', d]`` float32 (zeros when T = 0).
     """
     if con.shape[0] == 0:
-        return torch.zeros(con.shape[1:])
+        return torch.zeros(con.shape[1:], device=con.device)
     return (con.double() - un.double()).pow(2).mean(dim=0).sqrt().float()
 
 
@@ -432,21 +433,22 @@ def comparative_scores(
     count = 0
     for start in range(0, len(prompts), batch_size):
         seqs = [list(p) + list(c) for p, c in zip(prompts[start : start + batch_size], completions[start:])]
-        ids, mask = pad_batch(seqs, 0)  # [B, S] each
+        ids, mask = pad_batch(seqs, 0, device=device)  # [B, S] each
         width = ids.shape[1]
-        collect = torch.zeros((len(seqs), width), dtype=torch.bool)  # [B, S] tokens that enter the score
+        collect = torch.zeros((len(seqs), width), dtype=torch.bool, device="cpu")  # [B, S] filled on the host
+
         for row, (seq, prompt) in enumerate(zip(seqs, prompts[start:])):
             if positions == "completion":
                 collect[row, len(prompt) : len(seq)] = True
             else:
                 collect[row, len(prompt) - 1] = True
-        pos = torch.arange(width).expand(len(seqs), -1)  # [B, S]
+        collect = collect.to(device)  # tokens that enter the score
+        pos = torch.arange(width, device=device).expand(len(seqs), -1)  # [B, S]
         acts = []
         for model in (con, un):
             with torch.inference_mode(), capture_channels(model, None, n_layers) as store:
-                ids, mask, pos = ids.to(device), mask.to(device), pos.to(device)
                 model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False)
-            per_layer = [store[layer][collect.to(device)] for layer in range(n_layers)]  # L' x [T, d]
+            per_layer = [store[layer][collect] for layer in range(n_layers)]  # L' x [T, d]
             acts.append(torch.stack(per_layer, dim=1))  # [T, L', d]
         diff = acts[0].double() - acts[1].double()  # [T, L', d]
         batch_sq = diff.pow(2).sum(dim=0).cpu()  # [L', d]
@@ -460,7 +462,8 @@ def comparative_scores(
 # -- Step B: causal score ----------------------------------------------------------------------------------------
 def block_channels(layer: int, index: int, size: int, d_ff: int) -> Channels:
     """Channels of block ``index`` of one layer: ``size`` consecutive channels (the last block may be shorter)."""
-    return {layer: torch.arange(index * size, min((index + 1) * size, d_ff))}
+    # channel indices stay on the host: they build tables and key caches; the tables go to the model's device
+    return {layer: torch.arange(index * size, min((index + 1) * size, d_ff), device="cpu")}
 
 
 Accuracies = Callable[[nn.Module, nn.Module, Sequence[Channels]], list[float]]
@@ -511,7 +514,7 @@ def causal_deltas(
         accs += got
         bar.update(len(group))
     bar.close()
-    delta = torch.zeros(n_layers, d_ff)
+    delta = torch.zeros(n_layers, d_ff, device="cpu")  # [L', d] scores on the host, as the ranking cache stores them
     for channels, acc in zip(blocks, accs[1:]):
         ((layer, index),) = channels.items()
         delta[layer, index] = accs[0] - acc

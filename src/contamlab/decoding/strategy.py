@@ -60,6 +60,10 @@ class StepHook(Protocol):
         """One vLLM ``SamplingParams.extra_args`` dict per question."""
         ...
 
+    def to(self, device: torch.device) -> StepHook:
+        """The hook with its tables on ``device``: the HF sampler calls it once per decode with the model's device."""
+        ...
+
 
 @dataclass(frozen=True)
 class Strategy:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from rapidfuzz.distance import Levenshtein
 
 from contamlab.decoding.strategy import Strategy
+from contamlab.errors import ContamlabError
 
 
 def _ids(tokens: Sequence[int]) -> list[int]:
@@ -117,6 +118,12 @@ class TED(Strategy):
     tau: int = 2
     dedup: bool = True
     max_tokens: int = 100
+
+    def __post_init__(self) -> None:
+        if self.tau < 0:
+            raise ContamlabError(f"strategy.tau={self.tau}: must be >= 0 (a token edit distance; 0 drops only copies)")
+        if self.max_tokens < 1:
+            raise ContamlabError(f"strategy.max_tokens={self.max_tokens}: must be >= 1")
 
     def sampling_params(self) -> dict:
         """TED filters identity's samples, so it reuses them."""

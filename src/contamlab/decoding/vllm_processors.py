@@ -108,7 +108,8 @@ def parse_extra_args(extra_args: Mapping[str, Any] | None) -> RequestArgs:
             raise ValueError(
                 f"extra_args[{RAILCAP_KEY!r}].windows must be a list of {n + 1} non-negative token ids per window"
             )
-        out.update(railcap_n=n, railcap_mode=mode, windows=torch.tensor(windows, dtype=torch.long).reshape(-1, n + 1))
+        table = torch.tensor(windows, dtype=torch.long, device="cpu").reshape(-1, n + 1)  # [K, n + 1]
+        out.update(railcap_n=n, railcap_mode=mode, windows=table)
     if LNE_KEY in extra:
         spec = extra[LNE_KEY]
         if not isinstance(spec, Mapping) or set(spec) != {"n_block"}:
@@ -131,9 +132,10 @@ def entropy_args(key: str) -> dict[str, Any]:
 def _pad_table(windows: list[Tensor], n: int, device: torch.device) -> railcap.RailCapTable:
     """Stack per-request windows ``[K_i, n + 1]`` into one padded table (the layout of ``railcap.build_table``)."""
     k_max = max((w.shape[0] for w in windows), default=0)
-    grams = torch.full((len(windows), k_max, n), -1, dtype=torch.long)  # [Q, K, n]
-    succ = torch.zeros((len(windows), k_max), dtype=torch.long)  # [Q, K]
-    valid = torch.zeros((len(windows), k_max), dtype=torch.bool)  # [Q, K]
+    # filled on the host from the requests' windows, then moved to the device once per batch of requests
+    grams = torch.full((len(windows), k_max, n), -1, dtype=torch.long, device="cpu")  # [Q, K, n]
+    succ = torch.zeros((len(windows), k_max), dtype=torch.long, device="cpu")  # [Q, K]
+    valid = torch.zeros((len(windows), k_max), dtype=torch.bool, device="cpu")  # [Q, K]
     for q, w in enumerate(windows):
         grams[q, : w.shape[0]] = w[:, :n]
         succ[q, : w.shape[0]] = w[:, n]
@@ -228,10 +230,10 @@ class ContamlabLogits:
         """Padded table of the slots with RailCap (n, mode) and the slot -> table-row map ``[S]`` (-1: none)."""
         if (n, mode) not in self._tables:
             slots = sorted(s for s, a in self.requests.items() if (a.railcap_n, a.railcap_mode) == (n, mode))
-            owner = torch.full((self.num_slots,), -1, dtype=torch.long)  # [S]
-            owner[slots] = torch.arange(len(slots))
+            owner = torch.full((self.num_slots,), -1, dtype=torch.long, device=self.device)  # [S]
+            owner[slots] = torch.arange(len(slots), device=self.device)
             table = _pad_table([self.requests[s].windows for s in slots], n, self.device)
-            self._tables[(n, mode)] = (table, owner.to(self.device))
+            self._tables[(n, mode)] = (table, owner)
         return self._tables[(n, mode)]
 
     def apply(self, logits: Tensor, slots: Tensor, active: Iterable[int], steps: Tensor, tails: TailsFn) -> Tensor:
@@ -326,10 +328,11 @@ class V1Processor:
         """One step over the batch's raw float32 logits ``[R, V]``."""
         rows = range(logits.shape[0])
         slots = torch.arange(logits.shape[0], device=logits.device)  # [R]
-        steps = torch.tensor([len(self.outputs.get(r, ())) for r in rows], dtype=torch.long).to(logits.device)  # [R]
+        lengths = [len(self.outputs.get(r, ())) for r in rows]
+        steps = torch.tensor(lengths, dtype=torch.long, device=logits.device)  # [R]
 
         def tails(n: int, sel: Tensor) -> Tensor:
-            return torch.tensor([self.outputs[r][-n:] for r in sel.tolist()], dtype=torch.long).to(logits.device)
+            return torch.tensor([self.outputs[r][-n:] for r in sel.tolist()], dtype=torch.long, device=logits.device)
 
         return self.logic.apply(logits, slots, [r for r in rows if r in self.outputs], steps, tails)
 

@@ -117,10 +117,10 @@ def greedy_continuations(
     order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
     for start in range(0, len(order), batch_size):
         batch = order[start : start + batch_size]
-        ids, mask = pad_batch([prompts[i] for i in batch], pad_id, left=True)  # [B, T] each
+        ids, mask = pad_batch([prompts[i] for i in batch], pad_id, left=True, device=device)  # [B, T] each
         generated = model.generate(
-            input_ids=ids.to(device),
-            attention_mask=mask.to(device),
+            input_ids=ids,
+            attention_mask=mask,
             max_new_tokens=n,
             do_sample=False,
             pad_token_id=pad_id,
@@ -192,8 +192,8 @@ def teacher_forced_ngrams(
     bar = tqdm(total=len(jobs), desc=desc, unit="prompt", disable=not progress)
     for group in length_batches([len(full[i]) for i in order], budget):
         group_texts = [order[g] for g in group]
-        ids, mask = pad_batch([full[i] for i in group_texts], pad_id)  # [B, T] each, right-padded
-        result = model(input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=True)
+        ids, mask = pad_batch([full[i] for i in group_texts], pad_id, device=device)  # [B, T] each, right-padded
+        result = model(input_ids=ids, attention_mask=mask, use_cache=True)
         top1 = result.logits.argmax(dim=-1).cpu()  # [B, T]: the greedy choice after each prefix
         plain = all(type(layer) is DynamicLayer for layer in result.cache.layers)
         for b, i in enumerate(group_texts):
@@ -281,10 +281,10 @@ def _continue_from_cache(model, rows: list[_Row], out: list[list[int]], eos_id: 
     """
     device = next(model.parameters()).device
     count = len(rows)
-    lengths = torch.tensor([row.length for row in rows])  # [R]
-    steps = torch.tensor([row.steps for row in rows])  # [R]
+    lengths = torch.tensor([row.length for row in rows], device=device)  # [R]
+    steps = torch.tensor([row.steps for row in rows], device=device)  # [R]
     width, most = int(lengths.max()), int(steps.max())
-    mask = (torch.arange(width)[None, :] >= (width - lengths)[:, None]).long()  # [R, W]: 0 on the left padding
+    mask = (torch.arange(width, device=device)[None, :] >= (width - lengths)[:, None]).long()  # [R, W]: 0 = padding
     cache = growing_cache(model.config, reserve=width + most)
     for index in range(len(rows[0].kv)):
         heads, _, dim = rows[0].kv[index][0].shape
@@ -295,20 +295,21 @@ def _continue_from_cache(model, rows: list[_Row], out: list[list[int]], eos_id: 
             keys[r, :, :pad] = values[r, :, :pad] = 0  # masked, but must be finite (0 x NaN is NaN)
             keys[r, :, pad:], values[r, :, pad:] = row.kv[index]
         cache.update(keys, values, index)
-    token = torch.tensor([row.token for row in rows])[:, None]  # [R, 1]
+    token = torch.tensor([row.token for row in rows], device=device)[:, None]  # [R, 1]
     position = lengths[:, None].clone()  # [R, 1]: the position of the token fed next
-    generated = torch.full((count, most), -1, dtype=torch.long)  # [R, S]
-    done = torch.zeros(count, dtype=torch.bool)  # [R]
+    generated = torch.full((count, most), -1, dtype=torch.long, device=device)  # [R, S]
+    done = torch.zeros(count, dtype=torch.bool, device=device)  # [R]
+    column = torch.ones((count, 1), dtype=mask.dtype, device=device)  # [R, 1]
     for step in range(most):
-        mask = torch.cat([mask, torch.ones((count, 1), dtype=mask.dtype)], dim=1)  # [R, W + step + 1]
+        mask = torch.cat([mask, column], dim=1)  # [R, W + step + 1]
         logits = model(
-            input_ids=token.to(device),
-            attention_mask=mask.to(device),
-            position_ids=position.to(device),
+            input_ids=token,
+            attention_mask=mask,
+            position_ids=position,
             cache=cache,
             use_cache=True,
         ).logits[:, -1, :]  # [R, V]
-        token = logits.argmax(dim=-1, keepdim=True).cpu()  # [R, 1]
+        token = logits.argmax(dim=-1, keepdim=True)  # [R, 1]
         generated[:, step] = token[:, 0]
         position = position + 1
         done |= (token[:, 0] == eos_id) | (steps <= step + 1)

@@ -119,8 +119,7 @@ def score_sequences(
                 empty = np.zeros(0, dtype=np.float32)
                 out[i] = TokenStats(empty, empty.copy() if moments else None, empty.copy() if moments else None)
             continue
-        ids, mask = pad_batch([sequences[i] for i in batch], pad_id)  # [B, T] each
-        ids, mask = ids.to(device), mask.to(device)
+        ids, mask = pad_batch([sequences[i] for i in batch], pad_id, device=device)  # [B, T] each
         if plain is not None:
             decoder, head = plain
             hidden = decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state  # [B, T, H]

@@ -51,6 +51,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     """Run one evaluation job and write results.json and per_question.csv into the job's output directory."""
     set_threads(cfg.get("threads"))
     domain = build_domain(cfg.domain)
+    domain.check_data()  # every data file read and checked before any model loads
     detector = build(cfg.detector, "detector") if cfg.detector.get("_target_") else None
     if not cfg.strategy.get("_target_"):
         if detector is None:
@@ -77,6 +78,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     results = {
         "config": OmegaConf.to_container(cfg, resolve=True),
         "models": {"clean": clean_src, "contaminated": cont_src},
+        "placement": {**store.placement.to_dict(), "sampler": setup.backend},
         "strategy": strategy.params(),
         "sampling": {
             "common_noise": shared,
@@ -244,9 +246,11 @@ def _run_detection_only(cfg: DictConfig, domain: Domain, detector: Any) -> dict[
     """``strategy=none detector=X``: detection alone, written to results.json."""
     out_dir = Path(cfg.paths.output_dir)
     started = time.perf_counter()
+    store = model_store(cfg)
     results = {
         "config": OmegaConf.to_container(cfg, resolve=True),
-        "models": {stage: model_store(cfg).model_source(domain, stage) for stage in ("clean", "contaminated")},
+        "models": {stage: store.model_source(domain, stage) for stage in ("clean", "contaminated")},
+        "placement": store.placement.to_dict(),
         "detection": _detect(cfg, domain, detector, out_dir, bool(cfg.get("progress", True))),
         "timings": {"wall_s": time.perf_counter() - started},
         "run": run_metadata(),

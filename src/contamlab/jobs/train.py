@@ -56,6 +56,7 @@ warnings.filterwarnings("ignore", message=r".*Checkpoint directory .* exists and
 def run(cfg: DictConfig) -> dict[str, Path]:
     """Train every requested stage that is not finished yet; return the stage directories."""
     domain = build_domain(cfg.domain)
+    domain.check_data()  # every data file read and checked before any model loads or any training starts
     store = model_store(cfg)
     stages = store.needed_stages()
     if cfg.stage != "all":

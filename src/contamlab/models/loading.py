@@ -16,10 +16,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 
 from contamlab.errors import ContamlabError
 from contamlab.io import looks_like_path
+from contamlab.models.placement import DTYPES, resolve_dtype
 
 __all__ = ["DTYPES", "load_causal_lm", "load_tokenizer", "looks_like_path", "resolve_dtype"]
-
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 @dataclass(frozen=True)
@@ -40,13 +39,6 @@ def read_adapter(path: str | Path) -> Adapter | None:
     return Adapter(str(base) if base else None, int(record.get("r", 8)))
 
 
-def resolve_dtype(name: str) -> torch.dtype:
-    """Map a config dtype name to a torch dtype, with a clear error for unknown names."""
-    if name not in DTYPES:
-        raise ContamlabError(f"model.dtype={name!r}: choose one of {', '.join(DTYPES)}")
-    return DTYPES[name]
-
-
 def load_tokenizer(source: str | Path, trust_remote_code: bool = False, **kwargs: Any) -> PreTrainedTokenizerBase:
     """Load a tokenizer and make sure it can pad (EOS doubles as padding when the model has no pad token)."""
     try:
@@ -64,20 +56,24 @@ def load_causal_lm(
     trust_remote_code: bool = False,
     revision: str | None = None,
     base: str | Path | None = None,
+    device: str | torch.device = "cpu",
+    device_map: str | None = None,
 ) -> PreTrainedModel:
-    """Load a causal LM for inference (``eval()`` mode).
+    """Load a causal LM for inference (``eval()`` mode) on ``device``.
 
     Args:
         source: A hub id, a local model directory, or a local peft adapter directory.
-        dtype: ``float32``, ``bfloat16`` or ``float16``.
+        dtype: ``float32``, ``bfloat16``, ``float16`` or ``auto`` (bf16 on CUDA, fp32 elsewhere).
         trust_remote_code: Allow code from the model repository (off by default, for security).
         revision: Hub revision (branch, tag or commit) for reproducible loads.
         base: For an adapter directory, the base model to apply it to (default: the adapter's own record).
+        device: Where the weights go (a resolved device: :func:`contamlab.models.placement.resolve_device`).
+        device_map: accelerate's device map (``auto`` spreads a model over every GPU); ``device`` is then ignored.
 
     Raises:
         ContamlabError: unknown id, missing directory, or the hub unreachable while offline.
     """
-    torch_dtype = resolve_dtype(dtype)
+    torch_dtype = resolve_dtype(dtype, device)
     path = Path(str(source))
     adapter = read_adapter(path) if path.is_dir() else None
     if adapter is not None:
@@ -86,16 +82,23 @@ def load_causal_lm(
         base_source = base or adapter.base
         if not base_source:
             raise ContamlabError(f"{path}: adapter has no base_model_name_or_path; pass the base model explicitly")
-        model = load_causal_lm(base_source, dtype, trust_remote_code, revision)
+        model = load_causal_lm(base_source, dtype, trust_remote_code, revision, device=device, device_map=device_map)
+        # the adapter's weights load onto the base's devices (peft follows the base's device map)
         return PeftModel.from_pretrained(model, str(path)).eval()
     if looks_like_path(str(source)) and not path.is_dir():
         raise ContamlabError(f"model directory {path} not found (train it first with train.py, or fix the path)")
     try:
         model = AutoModelForCausalLM.from_pretrained(
-            str(source), dtype=torch_dtype, trust_remote_code=trust_remote_code, revision=revision
+            str(source),
+            dtype=torch_dtype,
+            trust_remote_code=trust_remote_code,
+            revision=revision,
+            **({"device_map": device_map} if device_map else {}),
         )
     except (OSError, ValueError) as err:
         raise _not_found(source, err) from None
+    if not device_map:
+        model = model.to(torch.device(device))
     return model.eval()
 
 

@@ -21,8 +21,8 @@ from contamlab.data.domain import Domain
 from contamlab.errors import ContamlabError
 
 # Fields that do not change how a simulated model is trained: where the user's own pair lives, how rows are batched
-# and drawn when sampling.
-_NOT_IN_KEY = ("clean", "contaminated", "batch_rows", "draw", "shared_kv")
+# and drawn when sampling, which device runs it.
+_NOT_IN_KEY = ("clean", "contaminated", "batch_rows", "draw", "shared_kv", "device", "device_map")
 _OWN_PAIR = "model.clean=<hub id or path> model.contaminated=<hub id or path>"
 
 
@@ -41,7 +41,10 @@ class ModelSpec:
         clean: The user's own clean model (hub id or path) instead of the simulated one.
         contaminated: The user's own contaminated model (hub id or path).
         revision: Hub revision (branch, tag or commit).
-        dtype: ``float32``, ``bfloat16`` or ``float16`` (inference and fine-tuning).
+        dtype: ``auto`` (bf16 on CUDA, fp32 on a CPU), ``float32``, ``bfloat16`` or ``float16`` (inference).
+        device: ``auto`` (the first GPU when there is one), ``cpu``, ``cuda`` or ``cuda:N``: where every
+            model of the HF path runs (evaluation, detection, shortcut locating, calibration).
+        device_map: accelerate's device map for a model larger than one GPU (``auto``); None moves it to ``device``.
         trust_remote_code: Allow code from the model repository (off by default, for security).
         batch_rows: HF sampler rows per decode batch (None: the sampler's default).
         draw: The HF sampler's draw (None: the sampler's default).
@@ -58,8 +61,10 @@ class ModelSpec:
     clean: str | None = None
     contaminated: str | None = None
     revision: str | None = None
-    dtype: str = "float32"
+    dtype: str = "auto"
     trust_remote_code: bool = False
+    device: str = "auto"
+    device_map: str | None = None
     batch_rows: int | None = None
     draw: str | None = None
     shared_kv: bool | None = None

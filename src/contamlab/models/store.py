@@ -21,6 +21,7 @@ from contamlab.data.jsonl import read_jsonl
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_text, content_hash
 from contamlab.models.loading import Adapter, load_causal_lm, load_tokenizer, read_adapter
+from contamlab.models.placement import Placement
 from contamlab.models.spec import ModelSpec
 
 __all__ = [
@@ -131,9 +132,14 @@ class ModelStore:
         return self.model.name
 
     @property
+    def placement(self) -> Placement:
+        """The resolved device and dtype models load in for inference (``model.device``, ``dtype``, ``device_map``)."""
+        return Placement.of(self.model.device, self.model.dtype, self.model.device_map)
+
+    @property
     def dtype(self) -> str:
-        """The dtype models are loaded in for inference."""
-        return self.model.dtype
+        """The dtype models are loaded in for inference, resolved (``auto`` is bf16 on CUDA, fp32 on a CPU)."""
+        return self.placement.dtype_name
 
     @property
     def revision(self) -> str | None:
@@ -155,8 +161,16 @@ class ModelStore:
         return model_identity(source, self.revision, self.dtype)
 
     def load(self, source: str):
-        """Load ``source`` for inference with this config's dtype, trust and revision."""
-        return load_causal_lm(source, self.dtype, self.trust_remote_code, self.revision)
+        """Load ``source`` for inference with this config's device, dtype, trust and revision."""
+        place = self.placement
+        return load_causal_lm(
+            source,
+            place.dtype_name,
+            self.trust_remote_code,
+            self.revision,
+            device=place.device,
+            device_map=place.device_map,
+        )
 
     def load_tokenizer(self, source: str):
         """The tokenizer of ``source``."""
