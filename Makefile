@@ -155,12 +155,11 @@ bench-smollm2: $(STAMP) ## The same on SmolLM2-135M with the 8-shot GSM8K prompt
 # The real-model run of the README: the packaged SmolLM2-135M-Instruct as both models (nothing is fine-tuned on a CPU),
 # so the metrics measure what each strategy costs a model with no contamination; then CoDeC and BenBench.
 SMOL_RUN ?= outputs/smollm2_run
-SMOL = $$($(PY) -c "from contamlab.config import compose; from contamlab.models import base_source; \
-	c = compose('evaluate', ['model=smollm2']); print(base_source(c.model, c.paths.cache_dir))")
-SMOL_ARGS = model=smollm2 domain=gsm8k domain.max_test=100
+# Short form: make smollm2-run SMOL_ARGS='model=smollm2 domain=gsm8k domain.max_test=4 m=2 max_new_tokens=32'
+SMOL_ARGS ?= model=smollm2 domain=gsm8k domain.max_test=100
 
 smollm2-run: $(STAMP) ## SmolLM2, 100 GSM8K questions: identity, RailCap, TED (m=16), CoDeC, BenBench (~50 min, 2 CPU cores)
-	smol=$(SMOL); \
+	smol=$$($(PY) scripts/smollm2_dir.py) && \
 	$(PY) evaluate.py -m $(SMOL_ARGS) strategy=identity,railcap,ted model.clean=$$smol model.contaminated=$$smol \
 		hydra.sweep.dir=$(SMOL_RUN)/strategies && \
 	$(PY) evaluate.py -m $(SMOL_ARGS) strategy=none detector=codec \
