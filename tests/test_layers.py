@@ -6,7 +6,8 @@ Layers, low to high (DESIGN.md "Layers"); a module imports only from its own lay
     data/ models/ (incl. the model store)   questions, prompts, splits; loading models, where trained models live
     decoding/ detectors/ training/          strategies + samplers; detection methods; the Lightning library
     analysis/                               tables, figures, report, transparency card
-    jobs/ (with config, validation)         the only code that reads the Hydra config
+    jobs/ (with config, validation,        the only code that reads the Hydra config
+          preflight)
     train.py evaluate.py                    thin entry points
 
 Within the middle layer, ``training`` is kept apart from ``decoding`` and ``detectors`` (:data:`APART`).
@@ -30,7 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("data", "models"),
     ("decoding", "detectors", "training"),
     ("analysis",),
-    ("jobs", "config", "validation"),
+    ("jobs", "config", "validation", "preflight"),
 ]
 ENTRY_POINTS = ("train.py", "evaluate.py")
 # Within the middle layer, training is the train job's Lightning library: decoding and detectors never need it

