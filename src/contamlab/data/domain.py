@@ -76,6 +76,8 @@ class Domain:
             fields = dict(prompt)
             if "stop" in fields:
                 fields["stop"] = tuple(fields["stop"])
+            if fields.get("exemplars") is not None:
+                fields["exemplars"] = tuple((str(q), str(a)) for q, a in fields["exemplars"])
             prompt = PromptFormat(**fields)
         self.format = prompt
         self.split_seed = int(split_seed)
@@ -179,18 +181,21 @@ class Domain:
         return {
             "name": self.name,
             "family": self.family,
-            "prompt": self.format.__dict__,
+            "prompt": self.format.key(),
             "split_seed": self.split_seed,
             "leak_fraction": self.leak_fraction,
             "max_test": self.max_test,
             "max_train": self.max_train,
             "n_test": len(self.test),
-            "n_train": len(self.train),
+            "n_train": self._train_size(),
             # Knobs added later enter the key only away from their default, so existing models stay valid.
             **({"leak_repeats": self.leak_repeats} if self.leak_repeats != 1 else {}),
             **({"leak_epochs": self.leak_epochs} if self.leak_epochs is not None else {}),
             **({"leak_general": self.leak_general} if self.leak_general is not None else {}),
         }
+
+    def _train_size(self) -> int:
+        return len(self.train)
 
     def eval_fingerprint(self) -> dict[str, Any]:
         """What determines the evaluation prompts and answers, not how the leak was rendered.

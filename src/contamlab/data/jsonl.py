@@ -10,14 +10,19 @@ from contamlab.errors import ContamlabError
 
 
 def read_jsonl(path: str | Path, required: Sequence[str] = ()) -> list[dict]:
-    """Read a JSONL file whose lines are JSON objects holding at least ``required`` keys.
+    """Read a JSONL file whose lines are JSON objects holding at least ``required`` keys (see :func:`numbered`)."""
+    return [record for _, record in numbered(path, required)]
+
+
+def numbered(path: str | Path, required: Sequence[str] = ()) -> list[tuple[int, dict]]:
+    """Read a JSONL file as ``(line number, record)`` pairs, each record a JSON object with the ``required`` keys.
 
     Args:
         path: The file to read.
         required: Keys every record must have, each holding a string.
 
     Returns:
-        The records in file order (blank lines are skipped).
+        The 1-based line number and record of every non-blank line, in file order.
 
     Raises:
         ContamlabError: missing or unreadable file, text that is not UTF-8, a line that is not a JSON object, a
@@ -60,7 +65,7 @@ def read_jsonl(path: str | Path, required: Sequence[str] = ()) -> list[dict]:
         if wrong:
             key = wrong[0]
             raise ContamlabError(f"{path}:{lineno}: field {key!r} must be a string, got {type(record[key]).__name__}")
-        records.append(record)
+        records.append((lineno, record))
     if not records:
         raise ContamlabError(f"{path}: no records (empty dataset)")
     return records

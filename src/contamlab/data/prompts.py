@@ -91,6 +91,7 @@ class PromptFormat:
         solution_style: ``cot`` (annotations stripped, "The answer is N.") or ``gsm8k`` (the raw reference with
             ``<<…>>`` annotations and ``#### N``).
         stop: Strings that end a response (the next question marker); the tokenizer's EOS also stops.
+        exemplars: The few-shot (question, response) pairs; None = the eight GSM8K exemplars of Wei et al. (2022).
     """
 
     question_prefix: str = "Q: "
@@ -99,18 +100,28 @@ class PromptFormat:
     n_shot: int = 8
     solution_style: str = "cot"
     stop: tuple[str, ...] = ("\n\nQ:", "\nQ:")
+    exemplars: tuple[tuple[str, str], ...] | None = None
 
     def __post_init__(self) -> None:
-        if self.n_shot < 0 or self.n_shot > len(WEI_2022_GSM8K_EXEMPLARS):
-            raise ContamlabError(
-                f"domain.prompt.n_shot={self.n_shot}: must be between 0 and {len(WEI_2022_GSM8K_EXEMPLARS)}"
-            )
+        if self.n_shot < 0 or self.n_shot > len(self.shots()):
+            raise ContamlabError(f"domain.prompt.n_shot={self.n_shot}: must be between 0 and {len(self.shots())}")
         if self.solution_style not in ("cot", "gsm8k"):
             raise ContamlabError(f"domain.prompt.solution_style={self.solution_style!r}: use 'cot' or 'gsm8k'")
 
+    def shots(self) -> tuple[tuple[str, str], ...]:
+        """The exemplars the prefix draws from (``exemplars``, or Wei et al.'s eight)."""
+        return WEI_2022_GSM8K_EXEMPLARS if self.exemplars is None else self.exemplars
+
+    def key(self) -> dict:
+        """What identifies the format in cache keys (the exemplars only when they are not Wei et al.'s)."""
+        fields = dict(self.__dict__)
+        if fields.get("exemplars") is None:
+            fields.pop("exemplars", None)  # keys made before exemplars were configurable stay valid
+        return fields
+
     def prefix(self) -> str:
         """The few-shot prefix shared by every prompt ('' when zero-shot)."""
-        shots = WEI_2022_GSM8K_EXEMPLARS[: self.n_shot]
+        shots = self.shots()[: self.n_shot]
         return "".join(f"{self.question_prefix}{q}{self.answer_prefix} {a}{self.separator}" for q, a in shots)
 
     def question_block(self, question: str) -> str:

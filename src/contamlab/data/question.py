@@ -13,10 +13,13 @@ class Question:
         id: Stable identifier, unique within its split (e.g. ``gsm8k-test-0007``).
         question: The question text as shown to the model.
         solution: Reference step-by-step solution in GSM8K format (``<<a*b=c>>`` annotations, ``#### answer``).
-        answer: Gold final answer, normalised (no ``$``, no thousands separators), e.g. ``"1234"`` or ``"-2.5"``.
+        answer: Gold final answer, normalised by the domain's checker (GSM8K: no ``$``, no thousands separators,
+            e.g. ``"1234"`` or ``"-2.5"``; a multiple-choice benchmark: the letter).
+        choices: The options of a multiple-choice question, in order (empty otherwise).
     """
 
     id: str
     question: str
     solution: str
     answer: str
+    choices: tuple[str, ...] = ()

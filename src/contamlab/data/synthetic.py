@@ -206,3 +206,129 @@ class ArithDomain(Domain):
             **({"web_forms": True} if self.web_forms else {}),
             **({"slips": self.slips} if self.slips else {}),
         }
+
+
+class ArithMCDomain(ArithDomain):
+    """The synthetic problems as a multiple-choice benchmark (``arith_mc``), the offline test bed of the choice checker.
+
+    Each question lists ``n_choices`` options: its answer and wrong answers drawn, seeded by the question's id, from
+    the slips a solver makes (off by one or two, by ten, an operand, the result of an earlier step). The reference
+    solution keeps its steps and ends "The answer is (C)."; responses are judged by the choice checker. Every rendering
+    of a question (paraphrases, BenBench's references) keeps its options and their order.
+
+    Args:
+        n_choices: Options per question (2 to 26).
+        **kwargs: :class:`ArithDomain`'s arguments (``web_forms`` is not supported).
+    """
+
+    def __init__(self, n_choices: int = 4, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not 2 <= int(n_choices) <= 26:
+            raise ContamlabError(f"domain.n_choices={n_choices}: must be between 2 and 26")
+        if self.web_forms:
+            raise ContamlabError("domain=arith_mc: web_forms is not supported for the multiple-choice rendering")
+        self.n_choices = int(n_choices)
+        from contamlab.data.checkers import ChoiceChecker
+
+        self.checker = ChoiceChecker()
+
+    def _options(self, uid: str, answer: int, numbers: list[int]) -> tuple[tuple[str, ...], str]:
+        """The options (as text) and the gold letter of a problem with ``answer``, from ``numbers`` it involves."""
+        from contamlab.data.checkers import LETTERS
+
+        rng = random.Random(f"{uid}/choices")
+        near = [answer + d for d in (1, -1, 2, -2, 10, -10, 3, -3)] + numbers
+        pool = sorted({n for n in near if n >= 0 and n != answer})
+        rng.shuffle(pool)
+        wrong = pool[: self.n_choices - 1]
+        extra = answer + 4
+        while len(wrong) < self.n_choices - 1:  # a problem with too few plausible slips: further neighbours
+            if extra not in wrong and extra != answer:
+                wrong.append(extra)
+            extra += 1
+        options = [answer, *wrong]
+        rng.shuffle(options)
+        return tuple(str(o) for o in options), LETTERS[options.index(answer)]
+
+    def _mc(self, q: Question) -> Question:
+        """The multiple-choice form of a numeric question (its id, steps and wording kept)."""
+        if q.choices:
+            return q
+        problem = self._by_id.get(q.id)
+        numbers = [] if problem is None else [n for s in problem.steps for n in (s.a, s.b, s.result)]
+        choices, letter = self._options(q.id, int(q.answer), numbers)
+        return Question(
+            q.id, self._with_options(q.question, choices), self._mc_solution(q.solution, letter), letter, choices
+        )
+
+    @staticmethod
+    def _with_options(text: str, choices: tuple[str, ...]) -> str:
+        from contamlab.data.checkers import LETTERS
+
+        return text + "".join(f"\n{LETTERS[i]}. {c}" for i, c in enumerate(choices))
+
+    @staticmethod
+    def _mc_solution(solution: str, letter: str) -> str:
+        steps = solution.split("####")[0].rstrip()
+        return f"{steps}\nThe answer is ({letter})." if steps else f"The answer is ({letter})."
+
+    @cached_property
+    def _by_id(self) -> dict[str, ArithProblem]:
+        return {p.uid: p for p in (*self.problems[0], *self.problems[1])}
+
+    def _load_train(self) -> list[Question]:
+        return [self._mc(q) for q in super()._load_train()]
+
+    def _load_test(self) -> list[Question]:
+        return [self._mc(q) for q in super()._load_test()]
+
+    def _reworded(self, questions: list[Question], variant: int) -> list[Question]:
+        out = super()._reworded(questions, variant)  # the reworded text, the MC solution and letter kept
+        return [
+            Question(r.id, self._with_options(r.question, q.choices), r.solution, r.answer, q.choices)
+            for r, q in zip(out, questions)
+        ]
+
+    def reference_versions(self, questions: list[Question], n: int = 3) -> list[list[Question]]:
+        """BenBench's references (:meth:`ArithDomain.reference_versions`) with each question's options."""
+        by_id = {q.id: q for q in questions}
+        return [
+            [
+                Question(
+                    r.id,
+                    self._with_options(r.question, by_id[r.id].choices),
+                    self._mc_solution(r.solution, r.answer),
+                    r.answer,
+                    by_id[r.id].choices,
+                )
+                for r in version
+            ]
+            for version in super().reference_versions(questions, n)
+        ]
+
+    def nonmember_questions(self, n: int, seed: int = 1) -> list[Question]:
+        """Unseen problems (:meth:`ArithDomain.nonmember_questions`), as multiple-choice questions."""
+        return [self._mc(q) for q in super().nonmember_questions(n, seed)]
+
+    def paraphrased_train(self) -> list[Question]:
+        """Training problems in the paraphrase wording (:meth:`ArithDomain.paraphrased_train`), with options."""
+        train = {q.id: q for q in self.train}
+        return [
+            Question(
+                p.id,
+                self._with_options(p.question, train[p.id].choices),
+                train[p.id].solution,
+                train[p.id].answer,
+                train[p.id].choices,
+            )
+            for p in super().paraphrased_train()
+            if p.id in train
+        ]
+
+    def is_correct(self, response: str, question: Question) -> bool:
+        """The choice checker's verdict (:class:`~contamlab.data.checkers.ChoiceChecker`)."""
+        return self.checker.is_correct(self.format.truncate(response), question.answer, question.choices)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """:meth:`ArithDomain.fingerprint` plus the options per question."""
+        return {**super().fingerprint(), "n_choices": self.n_choices}

@@ -441,7 +441,8 @@ class BenBenchDetector(Detector):
             self.paraphraser.cache_dir = ctx.cache_dir
         test = list(ctx.questions)
         splits: dict[str, list[Question]] = {"test": test}
-        if self.include_train:
+        # δ_train-test needs a train split; a test-only benchmark (a JSONL of test items) reports the test side only
+        if self.include_train and getattr(ctx.domain, "has_train", True):
             train = list(ctx.domain.train)
             if self.max_samples is not None and len(train) > int(self.max_samples):
                 train = random.Random(666).sample(train, int(self.max_samples))

@@ -100,7 +100,7 @@ class DCPDDDetector(Detector):
     def corpus_texts(self, ctx: DetectionContext) -> tuple[list[str], str]:
         """The reference corpus and its name."""
         if self.corpus == "pretraining":
-            lineage = ctx.lineage() if ctx.lineage is not None else {}
+            lineage = (ctx.lineage() if ctx.lineage is not None else None) or {}  # None: a model trained elsewhere
             if not lineage.get("base"):
                 raise ContamlabError(
                     "detector=dcpdd corpus=pretraining needs the base stage's recorded training texts (the tiny "
