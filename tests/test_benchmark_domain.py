@@ -145,3 +145,20 @@ def test_a_dataset_while_offline_is_one_line(monkeypatch):
     domain = BenchmarkDomain(name="d", family="d", dataset={"path": "someone/not-cached"}, prompt={"n_shot": 0})
     with pytest.raises(ContamlabError, match=r"cannot load dataset someone/not-cached\[test\].*the hub is off"):
         domain.check_data()
+
+
+def test_a_paraphrased_twin_shares_the_clean_model_and_samples(tmp_path):
+    from contamlab.models.store import _family_key
+
+    test = _numeric(tmp_path)
+    para = _write(tmp_path / "para.jsonl", [{"q": f"Add {i} to itself."} for i in range(10)])
+    kwargs = {"family": "f", "test": test, "fields": {"question": "q", "answer": "a"}, "prompt": {"n_shot": 0}}
+    plain = BenchmarkDomain(name="plain", **kwargs)
+    twin = BenchmarkDomain(name="twin", paraphrase_file=para, **kwargs)
+    assert _family_key(plain) == _family_key(twin)  # one base and clean model
+    assert plain.eval_fingerprint() == twin.eval_fingerprint()  # one set of clean samples
+    assert plain.fingerprint() != twin.fingerprint()  # two contaminated models
+    _write(tmp_path / "test.jsonl", [{"q": f"What is {i} + {i}?", "a": str(2 * i)} for i in range(11)])
+    edited = BenchmarkDomain(name="plain", **kwargs)
+    assert _family_key(edited) == _family_key(plain)  # the clean stage never sees the test set
+    assert edited.eval_fingerprint() != plain.eval_fingerprint()  # its samples are of other questions

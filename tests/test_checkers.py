@@ -63,6 +63,7 @@ def test_normalize_text():
         ("Paris or London?", None),  # two options named: no choice
         ("The answer is (F)", None),  # not an option
         ("I am not sure.", None),
+        ("Answer: b", None),  # a lower-case letter counts only in parentheses
     ],
 )
 def test_choice_extraction(response, letter):
@@ -72,6 +73,13 @@ def test_choice_extraction(response, letter):
 @pytest.mark.parametrize(("raw", "gold"), [("B", "B"), ("(B)", "B"), ("b", "B"), ("1", "B"), ("London", "B")])
 def test_choice_gold_forms(raw, gold):
     assert checker("choice").gold(raw, CHOICES) == gold
+
+
+def test_choice_with_numeric_options():
+    c, numbers = checker("choice"), ["5", "6", "1"]
+    assert c.gold("1", numbers) == "C" and c.gold("0", numbers) == "A"  # the option's text first, then an index
+    assert c.predicted("the answer is a 5", numbers) == "A"  # the article is no choice; the option's text is
+    assert c.predicted("The answer is (C).", numbers) == "C"
 
 
 def test_choice_gold_that_is_no_option():

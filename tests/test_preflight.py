@@ -71,6 +71,7 @@ CASES = [
 @pytest.mark.parametrize(("script", "overrides", "env", "message"), CASES, ids=[" ".join(c[1]) for c in CASES])
 def test_machine_and_value_checks_come_first(tmp_path, script, overrides, env, message):
     home = {"HOME": str(tmp_path), "WANDB_API_KEY": "", "HF_HOME": str(tmp_path / "hf")}  # no netrc, no HF cache
+    home.update({name: "" for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY")})
     tiny = [] if any(o.startswith(("model=", "domain=")) for o in overrides) else TINY
     done, elapsed = _run(script, tmp_path, *tiny, "logger=csv", *overrides, env={**home, **env})
     _one_line_error(done, elapsed, tmp_path, message)
@@ -166,14 +167,24 @@ def test_check_hub_goes_offline_when_every_model_is_cached(monkeypatch):
     import contamlab.preflight as preflight
 
     cfg = compose("evaluate", ["model=smollm2", "model.clean=a/b", "model.contaminated=a/c"])
+    for name in preflight._PROXIES:
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setattr(preflight, "_reachable", lambda url, timeout=0: False)
     monkeypatch.setattr(preflight, "_cached", lambda repo, revision: repo == "a/b")
     with pytest.raises(ContamlabError, match="for a/c: check the network"):
         check_hub(cfg)
     monkeypatch.setattr(preflight, "_cached", lambda repo, revision: True)
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     check_hub(cfg)
     assert os.environ["HF_HUB_OFFLINE"] == "1"
+    assert huggingface_hub.constants.HF_HUB_OFFLINE is True  # what the hub client reads, set at its import
+    monkeypatch.setattr(preflight, "_cached", lambda repo, revision: False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    check_hub(cfg)  # behind a proxy the direct probe says nothing: no verdict
     # a local directory is never looked up on the hub
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     check_hub(compose("evaluate", ["model.clean=./here", "model.contaminated=/abs/there"]))

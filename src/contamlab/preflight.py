@@ -113,8 +113,21 @@ def _reachable(url: str, timeout: float = HUB_TIMEOUT_S) -> bool:
 def _cached(repo_id: str, revision: str | None) -> bool:
     from huggingface_hub import try_to_load_from_cache
 
-    found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
-    return isinstance(found, str)
+    return any(  # a full model or a peft adapter
+        isinstance(try_to_load_from_cache(repo_id, name, revision=revision), str)
+        for name in ("config.json", "adapter_config.json")
+    )
+
+
+_PROXIES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+def go_offline() -> None:
+    """Set HF_HUB_OFFLINE for this process, also where huggingface_hub read it at import time."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from huggingface_hub import constants
+
+    constants.HF_HUB_OFFLINE = True
 
 
 def check_hub(cfg: DictConfig) -> None:
@@ -131,6 +144,8 @@ def check_hub(cfg: DictConfig) -> None:
         return
     from huggingface_hub import constants
 
+    if any(os.environ.get(k) for k in _PROXIES):
+        return  # the hub is reached through a proxy: a direct handshake says nothing, the client's own retries decide
     if _reachable(constants.ENDPOINT):
         return
     revision = cfg.model.get("revision")
@@ -140,7 +155,7 @@ def check_hub(cfg: DictConfig) -> None:
             f"cannot reach the hub ({constants.ENDPOINT}) for {', '.join(missing)}: check the network (or "
             "HF_ENDPOINT), or download the model elsewhere and pass its local directory"
         )
-    os.environ["HF_HUB_OFFLINE"] = "1"
+    go_offline()
     log.warning("the hub (%s) is unreachable: using the cached copies of %s offline", constants.ENDPOINT, sources)
 
 

@@ -258,26 +258,29 @@ class BenchmarkDomain(Domain):
         self._resolve_shots()
 
     def fingerprint(self) -> dict[str, Any]:
-        """The common fields, plus what this benchmark reads and how it checks answers."""
+        """The common fields, plus what this benchmark reads and how it checks answers.
+
+        The test file's digest is ``test_data`` and the paraphrase file's ``paraphrase_file``: the base and clean
+        stages never see either (the model store leaves both out of their keys), and a benchmark and its paraphrased
+        twin share the clean model's samples (``paraphrase_file`` is a leak field).
+        """
         self._resolve_shots()
-        sources = (
-            {"dataset": self.dataset}
-            if self.dataset
-            else {
-                "test": _file_digest(self._path(self.test_file)),
-                **({"train": _file_digest(self._path(self.train_file))} if self.train_file else {}),
-            }
-        )
+        if self.dataset:
+            test_data, train_data = {"dataset": self.dataset, "split": "test"}, {"dataset": self.dataset}
+        else:
+            test_data = _file_digest(self._path(self.test_file))
+            train_data = _file_digest(self._path(self.train_file)) if self.train_file else None
         return {
             **super().fingerprint(),
+            "test_data": test_data,
             "benchmark": {
-                "sources": sources,
+                "train": train_data,
                 "fields": self.fields,
                 "checker": self.checker_name,
                 "answer_pattern": self.answer_pattern.pattern if self.answer_pattern else None,
                 "choice_format": self.choice_format,
-                **({"paraphrase": _file_digest(self._path(self.paraphrase_file))} if self.paraphrase_file else {}),
             },
+            **({"paraphrase_file": _file_digest(self._path(self.paraphrase_file))} if self.paraphrase_file else {}),
         }
 
     def _train_size(self) -> int:

@@ -101,7 +101,8 @@ class ExactChecker(Checker):
 
 
 # "answer is (B)", "answer: B", "Answer: (b)"; then a line that starts with the letter ("B.", "(B)", "B)", "B:").
-_CHOICE_STATED = re.compile(r"answer\s*(?:is|:)\s*(?:option\s*)?\(?([A-Za-z])\)?(?![A-Za-z])", re.IGNORECASE)
+# A lower-case letter counts only in parentheses: "the answer is a 5" names no option A.
+_CHOICE_STATED = re.compile(r"(?i:answer\s*(?:is|:))\s*(?:(?i:option)\s*)?(?:\(([A-Za-z])\)|([A-Z])(?![A-Za-z]))")
 _CHOICE_LEADING = re.compile(r"^\s*\(?([A-Z])(?:[).:]|\s*$)", re.MULTILINE)
 
 
@@ -119,15 +120,18 @@ class ChoiceChecker(Checker):
         bare = text.strip("().").upper()
         if len(bare) == 1 and bare in LETTERS[: len(choices)]:
             return bare
+        # an option's text first: with numeric options ("5", "6", "1") a gold "1" is the third option, not index 1
+        matches = [i for i, c in enumerate(choices) if normalize_text(c) == normalize_text(text)]
+        if len(matches) == 1:
+            return LETTERS[matches[0]]
         if text.isdigit() and int(text) < len(choices):
             return LETTERS[int(text)]
-        matches = [i for i, c in enumerate(choices) if normalize_text(c) == normalize_text(text)]
-        return LETTERS[matches[0]] if len(matches) == 1 else None
+        return None
 
     def predicted(self, response: str, choices: Sequence[str]) -> str | None:
         """The letter a response chooses, or None (see the module docstring for the patterns, in order)."""
         valid = LETTERS[: len(choices)]
-        stated = [m.group(1).upper() for m in _CHOICE_STATED.finditer(response)]
+        stated = [(m.group(1) or m.group(2)).upper() for m in _CHOICE_STATED.finditer(response)]
         stated = [s for s in stated if s in valid]
         if stated:
             return stated[-1]

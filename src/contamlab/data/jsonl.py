@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -44,8 +45,9 @@ def numbered(path: str | Path, required: Sequence[str] = ()) -> list[tuple[int, 
             f"{path}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x}); is it a JSONL file?"
         ) from None
     records = []
-    # split on newlines only: JSON strings may hold U+2028 and other characters that str.splitlines breaks on
-    for lineno, line in enumerate(text.split("\n"), start=1):
+    # line ends only (\r\n, \n, a lone \r): JSON strings may hold U+2028 and other characters that str.splitlines
+    # breaks on, but never a raw \r or \n
+    for lineno, line in enumerate(re.split(r"\r\n|\r|\n", text), start=1):
         if not line.strip():
             continue
         try:

@@ -35,6 +35,10 @@ def model_store(cfg: DictConfig) -> ModelStore:
 def sampling_setup(cfg: DictConfig) -> SamplingSetup:
     """How an evaluate config samples: the built ``sampler`` backend and the run's m, τ, budget, seed, cache."""
     node = OmegaConf.create({k: v for k, v in cfg.sampler.items() if k != "common_noise"})
+    if node.get("dtype") == "auto":
+        # vLLM's own auto is the checkpoint's dtype; the sample cache and results.json record contamlab's
+        # (bf16 on CUDA, fp32 on a CPU), so the engine gets that one
+        node.dtype = model_store(cfg).dtype
     return SamplingSetup(
         factory=build(node, "sampler"),
         backend=str(cfg.sampler.get("name", "hf")),

@@ -55,6 +55,9 @@ class ModelSpec:
     kind: ClassVar[str] = ""
     #: Whether the model needs train.py's base stage (the tiny world's from-scratch pre-training).
     pretrain: ClassVar[bool] = False
+    #: The dtype a stage key records for ``dtype: auto``: the value this kind's config had before ``auto`` existed,
+    #: so that models trained then keep their directories (training runs in fp32 whatever the inference dtype).
+    key_dtype: ClassVar[str] = "float32"
 
     name: str
     source: str | None = None
@@ -72,6 +75,8 @@ class ModelSpec:
     def key(self) -> dict[str, Any]:
         """What identifies how this model is trained: every field but where the user's pair lives and how to sample."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _NOT_IN_KEY}
+        if fields.get("dtype") == "auto":
+            fields["dtype"] = self.key_dtype
         return {**fields, "kind": self.kind, "pretrain": self.pretrain}
 
     def base_source(self, cache_dir: str | Path) -> str:
@@ -99,6 +104,7 @@ class HubModel(ModelSpec):
     """
 
     kind: ClassVar[str] = "hf"
+    key_dtype: ClassVar[str] = "bfloat16"
 
     size: str | None = None
 

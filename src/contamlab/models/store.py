@@ -101,7 +101,7 @@ def read_training_texts(path: Path) -> list[str] | None:
 
 def _family_key(domain: Domain) -> dict:
     # Test-set fields too: the base and clean stages never see a test question.
-    return {k: v for k, v in domain.fingerprint().items() if k not in (*LEAK_FIELDS, "max_test", "n_test")}
+    return {k: v for k, v in domain.fingerprint().items() if k not in (*LEAK_FIELDS, "max_test", "n_test", "test_data")}
 
 
 @dataclass(frozen=True)
