@@ -32,15 +32,15 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## Create .venv and install contamlab with pinned dependencies
 
-# Two pytest workers (pytest-xdist): the longest test trains the default world (6.5 to 10 minutes on one thread,
-# by machine), and the rest of the suite runs beside it (fresh-clone CI: 10 min 26 s; with --dist worksteal 11 min 0 s,
-# one run each). TEST_WORKERS=0 runs everything in one process (13 min 2 s). The 25 slowest tests are printed.
+# Two pytest workers (pytest-xdist). The default tier trains no full world: the detection end-to-end test uses a
+# small one (about 30 s); the calibrated default world is the slow tier's (make test-slow), and make calibrate's.
+# TEST_WORKERS=0 runs everything in one process. The 25 slowest tests are printed.
 TEST_WORKERS ?= 2
 
-test: $(STAMP) ## Run the test suite (CPU, offline, 9 to 15 minutes on 2 cores, by machine)
+test: $(STAMP) ## Run the test suite (CPU, offline, about 6 minutes on 2 cores)
 	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -n $(TEST_WORKERS) --durations=25
 
-test-slow: $(STAMP) ## Also run the real-model tests (SmolLM2 conversion and forward pass)
+test-slow: $(STAMP) ## Also the slow tier: the calibrated default world, SmolLM2, a short make smollm2-run
 	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -m "slow or not slow"
 
 lint: $(STAMP) ## ruff lint + format check

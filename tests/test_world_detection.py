@@ -1,9 +1,9 @@
-"""The calibrated default world: the loss detector separates leaked from unleaked questions on the contaminated model,
-and not on the clean control.
+"""A verbatim leak is detectable: the loss detector separates leaked from unleaked questions on the contaminated
+model, and not on the clean control.
 
-The fixture trains the default world with the real ``train.py`` (default config, ``domain=arith``) into the
-repository's ``outputs/models``, where ``make train`` and ``make reproduce`` put it: a trained world is found by its
-key in seconds; a fresh clone trains it once (about 6 minutes on 2 cores).
+Two worlds: a small one trained into a temporary directory (the default tier, about 30 s), and the calibrated
+default world (``slow``: ``make test-slow``; ``make calibrate`` and ``make reproduce`` check it too), trained with the
+real ``train.py`` into the repository's ``outputs/models``, where ``make train`` and ``make reproduce`` put it.
 """
 
 import csv
@@ -13,20 +13,37 @@ import subprocess
 import sys
 
 import pytest
-from e2e import REPO
+from e2e import REPO, SMALL_WORLD
 from sklearn.metrics import roc_auc_score
+
+
+def _train(cwd, *overrides: str) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    args = [sys.executable, str(REPO / "train.py"), "domain=arith", "logger=csv", *overrides]
+    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+@pytest.fixture(scope="session")
+def small_world(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("small-world")
+    _train(
+        tmp,
+        *SMALL_WORLD,
+        "trainer.enable_progress_bar=false",
+        f"paths.models_dir={tmp / 'models'}",
+        f"hydra.run.dir={tmp / 'hydra'}",
+    )
+    return tmp
 
 
 @pytest.fixture(scope="session")
 def default_world():
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    args = [sys.executable, str(REPO / "train.py"), "domain=arith", "logger=csv", "hydra.run.dir=outputs/hydra-test"]
-    result = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    _train(REPO, "hydra.run.dir=outputs/hydra-test")
     return REPO
 
 
-def test_loss_detector_on_the_calibrated_world(default_world, tmp_path):
+def _loss_detection(cwd, tmp_path, *overrides: str) -> dict:
     args = [
         sys.executable,
         str(REPO / "evaluate.py"),
@@ -34,18 +51,32 @@ def test_loss_detector_on_the_calibrated_world(default_world, tmp_path):
         "detector=loss",
         "logger=csv",
         "progress=false",
+        *overrides,
         f"paths.cache_dir={tmp_path / 'cache'}",
         f"hydra.run.dir={tmp_path / 'run'}",
     ]
-    result = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
     det = json.loads((tmp_path / "run" / "results.json").read_text())["detection"]
-    assert det["counts"]["questions"] == 200 and det["counts"]["leaked"] == 100
-    assert det["contaminated"]["auroc"] >= 0.6, det["contaminated"]
-    assert 0.35 <= det["clean"]["auroc"] <= 0.65, det["clean"]
     # The AUROCs recomputed from the per-question scores with scikit-learn's own function.
     rows = list(csv.DictReader((tmp_path / "run" / "detection_per_question.csv").open()))
     leaked = [int(r["leaked"]) for r in rows]
     for stage in ("contaminated", "clean"):
         scores = [float(r[f"score_{stage}"]) for r in rows]
         assert roc_auc_score(leaked, scores) == pytest.approx(det[stage]["auroc"], abs=1e-9)
+    return det
+
+
+def test_loss_detector_on_a_small_world(small_world, tmp_path):
+    det = _loss_detection(small_world, tmp_path, *SMALL_WORLD, f"paths.models_dir={small_world / 'models'}")
+    assert det["counts"]["questions"] == 100 and det["counts"]["leaked"] == 50
+    assert det["contaminated"]["auroc"] >= 0.6, det["contaminated"]
+    assert 0.35 <= det["clean"]["auroc"] <= 0.65, det["clean"]
+
+
+@pytest.mark.slow
+def test_loss_detector_on_the_calibrated_world(default_world, tmp_path):
+    det = _loss_detection(REPO, tmp_path)
+    assert det["counts"]["questions"] == 200 and det["counts"]["leaked"] == 100
+    assert det["contaminated"]["auroc"] >= 0.6, det["contaminated"]
+    assert 0.35 <= det["clean"]["auroc"] <= 0.65, det["clean"]
