@@ -37,7 +37,7 @@ install: $(STAMP) ## Create .venv and install contamlab with pinned dependencies
 # TEST_WORKERS=0 runs everything in one process. The 25 slowest tests are printed.
 TEST_WORKERS ?= 2
 
-test: $(STAMP) ## Run the test suite (CPU, offline, about 6 minutes on 2 cores)
+test: $(STAMP) ## Run the test suite (CPU, offline, about 9 minutes on 2 cores)
 	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -n $(TEST_WORKERS) --durations=25
 
 test-slow: $(STAMP) ## Also the slow tier: the calibrated default world, SmolLM2, a short make smollm2-run

@@ -29,8 +29,7 @@ def data_dir() -> Path:
 
 def pytest_collection_modifyitems(config, items):
     # The worlds' training (test_world_detection: the small one, and the default one in the slow tier) starts first,
-    # so that under pytest-xdist the rest
-    # of the suite runs beside it instead of after it.
+    # so that under pytest-xdist the rest of the suite runs beside it instead of after it.
     items.sort(key=lambda item: item.path.name != "test_world_detection.py")
 
 
