@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from contamlab.data.checkers import LETTERS, Checker
+from contamlab.data.checkers import Checker, with_options
 from contamlab.data.checkers import checker as make_checker
 from contamlab.data.domain import Domain
 from contamlab.data.jsonl import numbered, read_jsonl
@@ -95,10 +95,8 @@ class BenchmarkDomain(Domain):
         super().__init__(**kwargs)
         if self.dataset is not None:
             _check_dataset_spec(self.dataset)
-        if self.format.exemplars is None and shots not in ("wei2022",) and self.format.n_shot > 0:
-            self._shots_pending = True  # built from the train split or a file once the data is read
-        else:
-            self._shots_pending = False
+        # exemplars from the train split or a file are built once the data is read (_resolve_shots)
+        self._shots_pending = self.format.exemplars is None and shots != "wei2022" and self.format.n_shot > 0
 
     # -- reading -------------------------------------------------------------------------------------------------
     def _path(self, value: str) -> Path:
@@ -164,7 +162,7 @@ class BenchmarkDomain(Domain):
         )
 
     def _render(self, text: str, choices: Sequence[str]) -> str:
-        return text + "".join(self.choice_format.format(label=LETTERS[i], text=c) for i, c in enumerate(choices))
+        return with_options(text, choices, self.choice_format)
 
     def _load(self, split: str) -> list[Question]:
         records = self._records(split)
@@ -222,10 +220,6 @@ class BenchmarkDomain(Domain):
         if question.solution:
             return self.format.target(question)
         return f" The answer is {self.checker.display(question.answer, question.choices)}."
-
-    def is_correct(self, response: str, question: Question) -> bool:
-        """The checker's verdict on the response cut at the stop strings."""
-        return self.checker.is_correct(self.format.truncate(response), question.answer, question.choices)
 
     # -- the paraphrased twin ------------------------------------------------------------------------------------
     def _paraphrases(self, test: list[Question]) -> list[Question]:

@@ -28,11 +28,25 @@ from contamlab.data.answers import is_correct as numeric_is_correct
 from contamlab.data.answers import normalize_number
 from contamlab.errors import ContamlabError
 
-__all__ = ["CHECKERS", "Checker", "ChoiceChecker", "ExactChecker", "MathChecker", "NumericChecker", "checker"]
+__all__ = [
+    "CHECKERS",
+    "Checker",
+    "ChoiceChecker",
+    "ExactChecker",
+    "MathChecker",
+    "NumericChecker",
+    "checker",
+    "with_options",
+]
 
 LETTERS = string.ascii_uppercase
 _ANSWER_IS = re.compile(r"(?:the\s+)?(?:final\s+)?answer\s*(?:is|:)\s*", re.IGNORECASE)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def with_options(text: str, choices: Sequence[str], layout: str = "\n{label}. {text}") -> str:
+    """A question followed by its options, each laid out by ``layout`` (``{label}`` A, B, …; ``{text}``)."""
+    return text + "".join(layout.format(label=LETTERS[i], text=c) for i, c in enumerate(choices))
 
 
 def _stated(response: str) -> str:

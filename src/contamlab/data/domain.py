@@ -9,7 +9,7 @@ import logging
 from functools import cached_property
 from typing import Any
 
-from contamlab.data.answers import is_correct
+from contamlab.data.checkers import Checker, NumericChecker
 from contamlab.data.prompts import PromptFormat
 from contamlab.data.question import Question
 from contamlab.data.split import Split, draw_split
@@ -35,6 +35,9 @@ LEAK_FIELDS = (
 class Domain:
     """Base class of every domain; subclasses load the questions.
 
+    ``checker`` judges responses (:mod:`~contamlab.data.checkers`): GSM8K's numeric rule unless a subclass or a
+    benchmark's YAML chooses another.
+
     Args:
         name: Domain name (``gsm8k``, ``pq``, ``arith``, ``arith_pq``).
         family: Domains of one family share the base and clean models (``pq`` belongs to ``gsm8k``); only the
@@ -53,6 +56,8 @@ class Domain:
         max_new_tokens: Token budget of one response (evaluate.py's ``max_new_tokens`` defaults to it): room
             for the longest reference solution, so that a rambling sample stops where no correct one still runs.
     """
+
+    checker: Checker = NumericChecker()
 
     def __init__(
         self,
@@ -173,8 +178,8 @@ class Domain:
         return self.format.target(question)
 
     def is_correct(self, response: str, question: Question) -> bool:
-        """Whether a generated response (cut at the stop markers) answers the question correctly."""
-        return is_correct(self.format.truncate(response), question.answer)
+        """Whether a generated response (cut at the stop markers) answers the question, by the domain's checker."""
+        return self.checker.is_correct(self.format.truncate(response), question.answer, question.choices)
 
     def fingerprint(self) -> dict[str, Any]:
         """What identifies this domain's data for cache keys."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from contamlab.data.arith import RENDER_VERSION, ArithConfig, ArithProblem, generate, render, reworded
 from contamlab.data.arith_cot import COT_VERSION, render_cot, web_documents
+from contamlab.data.checkers import LETTERS, ChoiceChecker, with_options
 from contamlab.data.domain import Domain
 from contamlab.data.question import Question
 from contamlab.data.split import Split
@@ -221,6 +222,8 @@ class ArithMCDomain(ArithDomain):
         **kwargs: :class:`ArithDomain`'s arguments (``web_forms`` is not supported).
     """
 
+    checker = ChoiceChecker()
+
     def __init__(self, n_choices: int = 4, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not 2 <= int(n_choices) <= 26:
@@ -228,14 +231,9 @@ class ArithMCDomain(ArithDomain):
         if self.web_forms:
             raise ContamlabError("domain=arith_mc: web_forms is not supported for the multiple-choice rendering")
         self.n_choices = int(n_choices)
-        from contamlab.data.checkers import ChoiceChecker
-
-        self.checker = ChoiceChecker()
 
     def _options(self, uid: str, answer: int, numbers: list[int]) -> tuple[tuple[str, ...], str]:
         """The options (as text) and the gold letter of a problem with ``answer``, from ``numbers`` it involves."""
-        from contamlab.data.checkers import LETTERS
-
         rng = random.Random(f"{uid}/choices")
         near = [answer + d for d in (1, -1, 2, -2, 10, -10, 3, -3)] + numbers
         pool = sorted({n for n in near if n >= 0 and n != answer})
@@ -257,15 +255,7 @@ class ArithMCDomain(ArithDomain):
         problem = self._by_id.get(q.id)
         numbers = [] if problem is None else [n for s in problem.steps for n in (s.a, s.b, s.result)]
         choices, letter = self._options(q.id, int(q.answer), numbers)
-        return Question(
-            q.id, self._with_options(q.question, choices), self._mc_solution(q.solution, letter), letter, choices
-        )
-
-    @staticmethod
-    def _with_options(text: str, choices: tuple[str, ...]) -> str:
-        from contamlab.data.checkers import LETTERS
-
-        return text + "".join(f"\n{LETTERS[i]}. {c}" for i, c in enumerate(choices))
+        return Question(q.id, with_options(q.question, choices), self._mc_solution(q.solution, letter), letter, choices)
 
     @staticmethod
     def _mc_solution(solution: str, letter: str) -> str:
@@ -285,7 +275,7 @@ class ArithMCDomain(ArithDomain):
     def _reworded(self, questions: list[Question], variant: int) -> list[Question]:
         out = super()._reworded(questions, variant)  # the reworded text, the MC solution and letter kept
         return [
-            Question(r.id, self._with_options(r.question, q.choices), r.solution, r.answer, q.choices)
+            Question(r.id, with_options(r.question, q.choices), r.solution, r.answer, q.choices)
             for r, q in zip(out, questions)
         ]
 
@@ -296,7 +286,7 @@ class ArithMCDomain(ArithDomain):
             [
                 Question(
                     r.id,
-                    self._with_options(r.question, by_id[r.id].choices),
+                    with_options(r.question, by_id[r.id].choices),
                     self._mc_solution(r.solution, r.answer),
                     r.answer,
                     by_id[r.id].choices,
@@ -316,7 +306,7 @@ class ArithMCDomain(ArithDomain):
         return [
             Question(
                 p.id,
-                self._with_options(p.question, train[p.id].choices),
+                with_options(p.question, train[p.id].choices),
                 train[p.id].solution,
                 train[p.id].answer,
                 train[p.id].choices,
@@ -324,10 +314,6 @@ class ArithMCDomain(ArithDomain):
             for p in super().paraphrased_train()
             if p.id in train
         ]
-
-    def is_correct(self, response: str, question: Question) -> bool:
-        """The choice checker's verdict (:class:`~contamlab.data.checkers.ChoiceChecker`)."""
-        return self.checker.is_correct(self.format.truncate(response), question.answer, question.choices)
 
     def fingerprint(self) -> dict[str, Any]:
         """:meth:`ArithDomain.fingerprint` plus the options per question."""
