@@ -18,7 +18,7 @@ from contamlab.errors import ContamlabError
 __all__ = ["DEVICE_PATTERN", "DTYPES", "Placement", "check_device", "resolve_device", "resolve_dtype"]
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-#: What ``model.device`` accepts (the validation's rule and this module's parser agree on it).
+#: What ``model.device`` accepts (the up-front validation calls check_device for any name but auto and cpu).
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 
 
