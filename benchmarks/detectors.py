@@ -49,10 +49,11 @@ def linear_flops_per_token(model) -> int:
 def one_by_one(model, sequences):
     """What a researcher would write: one forward pass and a full-vocabulary log-softmax per text."""
     out = []
+    device = next(model.parameters()).device
     for seq in sequences:
-        ids = torch.tensor([seq])  # [1, T]
+        ids = torch.tensor([seq], device=device)  # [1, T]
         logp = torch.log_softmax(model(input_ids=ids).logits.float(), dim=-1)  # [1, T, V]
-        out.append(logp[0, :-1].gather(-1, ids[0, 1:, None]).squeeze(-1).numpy())  # [T-1]
+        out.append(logp[0, :-1].gather(-1, ids[0, 1:, None]).squeeze(-1).cpu().numpy())  # [T-1]
     return out
 
 

@@ -99,7 +99,7 @@ def forward_ceiling(sampler: HFSampler, ids, m: int) -> tuple[int, float]:
             seconds += batch.forward_s
             token = batch.logits.argmax(dim=-1)[:, None]  # [R, 1]: any token; the cost does not depend on it
             mask, pos = batch.mask, batch.next_pos
-            ones = torch.ones((mask.shape[0], 1), dtype=mask.dtype)
+            ones = torch.ones((mask.shape[0], 1), dtype=mask.dtype, device=mask.device)
             for _ in range(sampler.max_new_tokens):
                 mask = torch.cat([mask, ones], dim=1)
                 t0 = time.perf_counter()

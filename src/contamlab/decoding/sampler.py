@@ -324,19 +324,22 @@ class HFSampler:
         return out
 
     def _forward(self, ids, pos, cache, mask, shared: SharedKV | None) -> torch.Tensor:
-        """The model's last-position logits ``[rows, V]`` (through shared-KV attention when ``shared`` is given)."""
+        """The model's last-position logits ``[rows, V]`` (through shared-KV attention when ``shared`` is given).
+
+        The inputs are on the model's device already (the row state lives there).
+        """
         if shared is None:
             return self.model(
-                input_ids=ids.to(self.device),
-                attention_mask=mask.to(self.device),
-                position_ids=pos.to(self.device),
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=pos,
                 cache=cache,
                 use_cache=True,
             ).logits[:, -1, :]
         with shared_kv_attention_for(self.model):
             return self.model(
-                input_ids=ids.to(self.device),
-                position_ids=pos.to(self.device),
+                input_ids=ids,
+                position_ids=pos,
                 cache=cache,
                 use_cache=True,
                 shared_kv=shared,
