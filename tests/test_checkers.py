@@ -8,40 +8,38 @@ from contamlab.errors import ContamlabError
 CHOICES = ["Paris", "London", "Berlin", "Madrid"]
 
 
-@pytest.mark.parametrize(
-    ("response", "gold", "ok"),
-    [
-        ("She has 3 + 4 = 7 apples. The answer is 7.", "7", True),
-        ("#### 1,234", "1234", True),  # thousands separator
-        ("It costs $12.50.", "12.5", True),  # units and a trailing period
-        ("The answer is 8. Then 9 more.", "8", True),  # the statement wins over the last number
-        ("The answer is 7.0", "7", True),
-        ("I think 6", "7", False),
-        ("no number here", "7", False),
-    ],
-)
-def test_numeric(response, gold, ok):
-    c = checker("numeric")
+# (checker, response, gold as the data gives it, correct?)
+JUDGED = [
+    ("numeric", "She has 3 + 4 = 7 apples. The answer is 7.", "7", True),
+    ("numeric", "#### 1,234", "1234", True),  # thousands separator
+    ("numeric", "It costs $12.50.", "12.5", True),  # units and a trailing period
+    ("numeric", "The answer is 8. Then 9 more.", "8", True),  # the statement wins over the last number
+    ("numeric", "The answer is 7.0", "7", True),
+    ("numeric", "I think 6", "7", False),
+    ("numeric", "no number here", "7", False),
+    ("exact", "The answer is Paris.", "paris", True),
+    ("exact", "Answer: the Eiffel Tower\nbecause ...", "Eiffel tower", True),  # article, case, punctuation
+    ("exact", "The answer is Paris, France.", "Paris", False),
+    ("exact", "Lyon", "Paris", False),
+    ("math", "So the result is \\boxed{0.5}.", "\\frac{1}{2}", True),
+    ("math", "The answer is $\\frac{2}{4}$", "0.5", True),
+    ("math", "\\boxed{\\dfrac12}", "\\boxed{\\frac{1}{2}}", True),
+    ("math", "x = \\boxed{3}", "3", True),
+    ("math", "The answer is \\boxed{0.6}", "\\frac{1}{2}", False),
+    ("math", "\\boxed{\\sqrt{2}}", "2^{1/2}", True),
+    ("math", "no math here", "3", False),
+]
+
+
+@pytest.mark.parametrize(("name", "response", "gold", "ok"), JUDGED)
+def test_a_checker_judges_a_response(name, response, gold, ok):
+    c = checker(name)
     assert c.is_correct(response, c.gold(gold)) is ok
 
 
 def test_numeric_gold_must_be_a_number():
     assert checker("numeric").gold("seven") is None
     assert checker("numeric").gold("#### 72") == "72"
-
-
-@pytest.mark.parametrize(
-    ("response", "gold", "ok"),
-    [
-        ("The answer is Paris.", "paris", True),
-        ("Answer: the Eiffel Tower\nbecause ...", "Eiffel tower", True),  # article, case, punctuation
-        ("The answer is Paris, France.", "Paris", False),
-        ("Lyon", "Paris", False),
-    ],
-)
-def test_exact(response, gold, ok):
-    c = checker("exact")
-    assert c.is_correct(response, c.gold(gold)) is ok
 
 
 def test_normalize_text():
@@ -86,23 +84,6 @@ def test_choice_gold_that_is_no_option():
     c = checker("choice")
     assert c.gold("E", CHOICES) is None and c.gold("Rome", CHOICES) is None and c.gold("B", []) is None
     assert c.is_correct("The answer is (B)", "B", CHOICES) and not c.is_correct("(A)", "B", CHOICES)
-
-
-@pytest.mark.parametrize(
-    ("response", "gold", "ok"),
-    [
-        ("So the result is \\boxed{0.5}.", "\\frac{1}{2}", True),
-        ("The answer is $\\frac{2}{4}$", "0.5", True),
-        ("\\boxed{\\dfrac12}", "\\boxed{\\frac{1}{2}}", True),
-        ("x = \\boxed{3}", "3", True),
-        ("The answer is \\boxed{0.6}", "\\frac{1}{2}", False),
-        ("\\boxed{\\sqrt{2}}", "2^{1/2}", True),
-        ("no math here", "3", False),
-    ],
-)
-def test_math(response, gold, ok):
-    c = checker("math")
-    assert c.is_correct(response, c.gold(gold)) is ok
 
 
 def test_math_gold_forms():
