@@ -38,7 +38,7 @@ install: $(STAMP) ## Create .venv and install contamlab with pinned dependencies
 TEST_WORKERS ?= 2
 
 test: $(STAMP) ## Run the test suite (CPU, offline, about 9 minutes on 2 cores)
-	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -n $(TEST_WORKERS) --durations=25
+	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 test-slow: $(STAMP) ## Also the slow tier: the calibrated default world, SmolLM2, a short make smollm2-run
 	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -m "slow or not slow"
@@ -158,6 +158,26 @@ smollm2-run: $(STAMP) ## SmolLM2, 100 GSM8K questions: identity, RailCap, TED (m
 		model.clean=$$smol model.contaminated=$$smol hydra.sweep.dir=$(SMOL_RUN)/benbench
 	$(PY) -m contamlab.analysis.report $(SMOL_RUN)
 
+# The meta-audit (docs/audit.md): each audit verdict against the simulation's truth. The clean and contaminated models
+# of both leak styles at seeds 0 and 1; each seed's reference is the other seed's clean model. The clean model is
+# audited once per seed (arith and arith_pq share it and its evaluation items).
+META ?= outputs/meta_audit
+AUDIT = $(PY) audit.py --multirun progress=false hydra.sweep.dir=$(META)
+
+meta-audit: $(STAMP) ## Audit the simulated models at seeds 0 and 1; false alarms and power per verdict -> $(META)/report.md
+	$(PY) train.py domain=$(ARITH) && $(PY) train.py domain=$(PQ)
+	$(PY) train.py domain=$(ARITH) seed=1 domain.split_seed=1 && $(PY) train.py domain=$(PQ) seed=1 domain.split_seed=1
+	$(MAKE) --no-print-directory -j2 _meta-0 _meta-1
+	$(PY) -m contamlab.analysis.report $(META)
+
+_meta-0:
+	$(AUDIT) domain=$(ARITH),$(PQ) audit.target=contaminated audit.references=[clean@1]
+	$(AUDIT) domain=$(ARITH) audit.target=clean audit.references=[clean@1]
+
+_meta-1:
+	$(AUDIT) domain=$(ARITH),$(PQ) audit.target=contaminated audit.references=[clean@0] seed=1 domain.split_seed=1
+	$(AUDIT) domain=$(ARITH) audit.target=clean audit.references=[clean@0] seed=1 domain.split_seed=1
+
 # A .partial stage directory is a training run that was killed and never resumed (or is still running): skip its runs.
 sync: $(STAMP) ## Upload offline W&B runs (needs WANDB_API_KEY; skips unfinished .partial stages)
 	find outputs -type d -name 'offline-run-*' -not -path '*.partial/*' -print0 | xargs -0 -r $(VENV)/bin/wandb sync
@@ -170,4 +190,4 @@ clean: ## Remove outputs, caches and the virtual environment
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 .PHONY: help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
-	_repro-arith_pq reproduce-profile bench bench-smollm2 smollm2-run sync wandb-report clean
+	_repro-arith_pq reproduce-profile meta-audit _meta-0 _meta-1 bench bench-smollm2 smollm2-run sync wandb-report clean

@@ -1,4 +1,6 @@
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,7 +32,7 @@ def data_dir() -> Path:
 def pytest_collection_modifyitems(config, items):
     # The worlds' training (test_world_detection: the small one, and the default one in the slow tier) starts first,
     # so that under pytest-xdist the rest of the suite runs beside it instead of after it.
-    items.sort(key=lambda item: item.path.name != "test_world_detection.py")
+    items.sort(key=lambda item: item.path.name not in ("test_world_detection.py", "test_audit_e2e.py"))
 
 
 def pytest_configure(config):
@@ -46,3 +48,26 @@ def trained(tmp_path_factory):
     from e2e import make_trained
 
     return make_trained(tmp_path_factory)
+
+
+def train_world(cwd: Path, *overrides: str) -> None:
+    """The real train.py on the arith world in ``cwd``."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    args = [sys.executable, str(REPO / "train.py"), "domain=arith", "logger=csv", *overrides]
+    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+@pytest.fixture(scope="session")
+def small_world(tmp_path_factory):
+    """The small world (e2e.SMALL_WORLD) trained once per session: seed 0's models and seed 1's clean model.
+
+    Seed 1's clean model is the audits' reference (``clean@1``): a model of the same recipe that never saw a test item.
+    """
+    from e2e import SMALL_WORLD
+
+    tmp = tmp_path_factory.mktemp("small-world")
+    common = [*SMALL_WORLD, "trainer.enable_progress_bar=false", f"paths.models_dir={tmp / 'models'}"]
+    train_world(tmp, *common, f"hydra.run.dir={tmp / 'hydra'}")
+    train_world(tmp, *common, "seed=1", "stage=clean", f"hydra.run.dir={tmp / 'hydra-1'}")
+    return tmp

@@ -19,7 +19,7 @@ def _options(group: str) -> list[str]:
 CASES = [(group, option) for group in GROUPS for option in _options(group)]
 
 
-@pytest.mark.parametrize("primary", ["train", "evaluate"])
+@pytest.mark.parametrize("primary", ["train", "evaluate", "audit"])
 def test_primary_configs_compose(primary):
     cfg = compose(primary)
     OmegaConf.to_container(cfg, resolve=False)
@@ -145,3 +145,14 @@ def test_sampler_draw_is_the_models():
     default, redrawn = compose("train", []), compose("train", ["+model.draw=multinomial"])
     domain = build_domain(default.domain)
     assert model_store(default).stage_key(domain, "base") == model_store(redrawn).stage_key(domain, "base")
+
+
+def test_audit_config_builds_every_detector_and_strategy_it_names():
+    """audit.yaml places each detector and strategy under its own key, and each one builds."""
+    cfg = compose("audit", ["detectors.codec.seeds=[0,1]"])
+    assert set(cfg.audit.detectors) <= set(cfg.detectors) and set(cfg.audit.mitigate) <= set(cfg.strategies)
+    for name, node in cfg.detectors.items():
+        assert build(node, f"detectors.{name}").name == name
+    for name, node in cfg.strategies.items():
+        assert build(node, f"strategies.{name}").name == name
+    assert build(cfg.detectors.codec, "detectors.codec").seeds == [0, 1]

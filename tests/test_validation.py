@@ -62,6 +62,13 @@ def test_bad_train_value_is_one_line(tmp_path):
         ("train", "trainer.precision=fp8", "trainer.precision='fp8'"),
         ("train", "base.betas=[0.9]", "base.betas=[0.9]"),
         ("train", "stage=pretrain", "stage='pretrain': must be one of base, clean, contaminated or all"),
+        ("audit", "audit.alpha=2", "audit.alpha=2: must be a number in (0, 1]"),
+        ("audit", "audit.detectors=codec", "audit.detectors='codec': must be a list of names"),
+        ("audit", "+detectors.codec.bogus=1", "detectors.codec.bogus: not a setting of detectors.codec=codec"),
+        ("audit", "detectors.codec.n_context=x", "detectors.codec.n_context='x': must be an integer"),
+        ("audit", "audit.target=/nonexistent", "audit.target=/nonexistent: directory not found"),
+        ("audit", "audit.references=[./nowhere]", "audit.references=./nowhere: directory not found"),
+        ("audit", "m=0", "m=0: must be an integer >= 1"),
     ],
 )
 def test_validate_names_the_field(config, override, message):
@@ -71,14 +78,15 @@ def test_validate_names_the_field(config, override, message):
     assert message in str(err.value)
 
 
-@pytest.mark.parametrize("config", ["evaluate", "train"])
+@pytest.mark.parametrize("config", ["evaluate", "train", "audit"])
 @pytest.mark.parametrize(
     "overrides",
     [[], ["model=smollm2", "domain=gsm8k"], ["model=pythia", "sampler=vllm"], ["strategy=railcap", "detector=codec"]],
 )
 def test_shipped_configs_are_valid(config, overrides):
-    if config == "train":
-        overrides = [o for o in overrides if o.split("=")[0] in ("model", "domain")]
+    if config in ("train", "audit"):
+        keep = ("model", "domain", "sampler") if config == "audit" else ("model", "domain")
+        overrides = [o for o in overrides if o.split("=")[0] in keep]
     validate(compose(config, overrides))
 
 

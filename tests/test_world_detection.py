@@ -8,38 +8,18 @@ real ``train.py`` into the repository's ``outputs/models``, where ``make train``
 
 import csv
 import json
-import os
 import subprocess
 import sys
 
 import pytest
+from conftest import train_world
 from e2e import REPO, SMALL_WORLD
 from sklearn.metrics import roc_auc_score
 
 
-def _train(cwd, *overrides: str) -> None:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    args = [sys.executable, str(REPO / "train.py"), "domain=arith", "logger=csv", *overrides]
-    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-
-
-@pytest.fixture(scope="session")
-def small_world(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("small-world")
-    _train(
-        tmp,
-        *SMALL_WORLD,
-        "trainer.enable_progress_bar=false",
-        f"paths.models_dir={tmp / 'models'}",
-        f"hydra.run.dir={tmp / 'hydra'}",
-    )
-    return tmp
-
-
 @pytest.fixture(scope="session")
 def default_world():
-    _train(REPO, "hydra.run.dir=outputs/hydra-test")
+    train_world(REPO, "hydra.run.dir=outputs/hydra-test")
     return REPO
 
 
@@ -67,6 +47,7 @@ def _loss_detection(cwd, tmp_path, *overrides: str) -> dict:
     return det
 
 
+@pytest.mark.xdist_group("small_world")
 def test_loss_detector_on_a_small_world(small_world, tmp_path):
     det = _loss_detection(small_world, tmp_path, *SMALL_WORLD, f"paths.models_dir={small_world / 'models'}")
     assert det["counts"]["questions"] == 100 and det["counts"]["leaked"] == 50

@@ -89,13 +89,22 @@ def check_wandb(cfg: DictConfig) -> None:
         )
 
 
+#: The audit's names of the simulated models (jobs/audit.py), never hub ids.
+SIMULATED = ("base", "clean", "contaminated")
+
+
 def _hub_sources(cfg: DictConfig) -> Iterator[str]:
     model = cfg.get("model")
     if not isinstance(model, DictConfig):
         return
     keys = ["clean", "contaminated"] + (["source"] if cfg.get("task") == "train" else [])
-    for key in keys:
-        value = model.get(key)
+    values = [model.get(key) for key in keys]
+    audit = cfg.get("audit")
+    if isinstance(audit, DictConfig):  # the audited and reference models, less the simulated ones (clean@1 …)
+        values += [
+            v for v in [audit.get("target"), *audit.get("references", [])] if str(v).split("@")[0] not in SIMULATED
+        ]
+    for value in values:
         if isinstance(value, str) and value.strip() and not looks_like_path(value) and not os.path.isdir(value):
             yield value
 

@@ -131,6 +131,18 @@ EVALUATE: dict[str, tuple[Check, str]] = {
     "model.draw": choice("multinomial", "inverse_cdf"),
     "sampler.common_noise": boolean(),
 }
+_STRINGS = (lambda v: isinstance(v, list) and all(isinstance(x, str) and x.strip() for x in v), "a list of names")
+AUDIT: dict[str, tuple[Check, str]] = {
+    **{k: EVALUATE[k] for k in ("m", "temperature", "max_new_tokens", "chunk_questions", "progress")},
+    "audit.target": (lambda v: isinstance(v, str) and bool(v.strip()), "a model: base, clean, contaminated or an id"),
+    "audit.references": _STRINGS,
+    "audit.detectors": _STRINGS,
+    "audit.mitigate": _STRINGS,
+    "audit.nonmembers": (lambda v: isinstance(v, str) and bool(v.strip()), "auto, generated, rewrites or a file"),
+    "audit.alpha": number(0, 1, low_open=True),
+    "audit.n_boot": integer(1),
+    "audit.confidence": number(0, 1, low_open=True),
+}
 SAMPLERS: dict[str, dict[str, tuple[Check, str]]] = {
     "hf": {
         "sampler.batch_rows": integer(1),
@@ -252,7 +264,7 @@ def _scalar_check(annotation: str) -> tuple[Check, str] | None:
 
 def _check_group(cfg: DictConfig, group: str) -> None:
     """Keys and scalar types of a buildable group against its ``_target_``'s signature."""
-    node = cfg.get(group)
+    node = OmegaConf.select(cfg, group)  # a group (``strategy``) or a packaged one (``detectors.codec``)
     if not isinstance(node, DictConfig) or not node.get("_target_"):
         return
     from hydra.utils import get_object
@@ -311,6 +323,22 @@ def _check_model_sources(cfg: DictConfig) -> None:
 _COMMON_PRECISIONS = {"32-true", "32", "bf16-mixed", "16-mixed", "bf16-true", "16-true", "64-true", "64"}
 
 
+def _check_audit_models(cfg: DictConfig) -> None:
+    """``audit.target`` and ``audit.references``: a simulated model's name, a hub id or an existing directory."""
+    from contamlab.preflight import SIMULATED
+
+    for key in ("audit.target", "audit.references"):
+        present, value = _get(cfg, key)
+        for spec in (value if isinstance(value, list) else [value]) if present else []:
+            if str(spec).split("@")[0] in SIMULATED:
+                continue
+            if looks_like_path(str(spec)) and not Path(str(spec)).expanduser().is_dir():
+                raise ContamlabError(
+                    f"{key}={spec}: directory not found; give base, clean, contaminated (@seed), the directory of a "
+                    "saved model or adapter, or a hub id (owner/name)"
+                )
+
+
 def _check_precision(cfg: DictConfig) -> None:
     present, value = _get(cfg, "trainer.precision")
     if not present or str(value) in _COMMON_PRECISIONS:
@@ -336,7 +364,7 @@ def _check_device(cfg: DictConfig) -> None:
 
 
 def validate(cfg: DictConfig) -> None:
-    """Check a composed ``train`` or ``evaluate`` config; raise :class:`ContamlabError` naming the first bad field.
+    """Check a composed train, evaluate or audit config; raise :class:`ContamlabError` naming the first bad field.
 
     Cheap (no data, no model; torch only for the groups' signatures): :func:`contamlab.config.run_safely` calls it
     before it imports the job.
@@ -351,6 +379,17 @@ def validate(cfg: DictConfig) -> None:
         _check_model_sources(cfg)
         for group in ("model", "sampler", "strategy", "detector", "domain", "logger"):
             _check_group(cfg, group)  # imports each target's module (torch for most): after the cheap checks
+    elif task == "audit":
+        _check_rules(cfg, AUDIT)
+        _check_audit_models(cfg)
+        backend = cfg.sampler.get("name") if isinstance(cfg.get("sampler"), DictConfig) else None
+        _check_rules(cfg, SAMPLERS.get(str(backend), {}))
+        _check_device(cfg)
+        packaged = [f"detectors.{k}" for k in cfg.get("detectors", {})] + [
+            f"strategies.{k}" for k in cfg.get("strategies", {})
+        ]
+        for group in ("model", "sampler", "domain", "logger", *packaged):
+            _check_group(cfg, group)
     elif task == "train":
         _check_rules(cfg, TRAIN)
         ft = cfg.finetune

@@ -249,6 +249,7 @@ def _rel(path: Path, root: Path) -> str:
 def build_report(root: str | Path) -> str | None:
     """The Markdown report of every job below ``root`` (figures written to ``root/figures``); None when empty."""
     from contamlab.analysis import figures
+    from contamlab.analysis.audit import audit_sections
 
     root = Path(root)
     results = load_results(root)
@@ -288,6 +289,7 @@ def build_report(root: str | Path) -> str | None:
         title = "## Table 3: SA-PPG per strategy and setting (best non-trivial strategy in bold)"
         lines += [title, "", table3(main), ""]
     lines += _figure_sections(results, root)
+    lines += audit_sections(results, root)
     detection = [result for _, result in results if "detection" in result]
     if detection:
         from contamlab.analysis.detectors import comparison_lines, detector_table, leaderboard, roc_figure

@@ -162,6 +162,57 @@ def card_from_stage(stage_dir: str | Path, evaluation: dict[str, Any] | None = N
     }
 
 
+def card_from_audit(results: dict[str, Any], domain: Any = None) -> dict[str, Any]:
+    """The card of an audited model, filled from what the audit measured (:mod:`contamlab.jobs.audit`).
+
+    An audit cannot know how a model was trained, only what its outputs suggest: each benchmark line says which
+    readings flag the test split, what BenBench's δ_train-test says of the train split, and leaves the rest to the
+    model's authors.
+
+    Args:
+        results: The audit's results.json (``audit`` and ``config``).
+        domain: The benchmark domain (its prompt format fills the evaluation details); None leaves them open.
+    """
+    audit = results["audit"]
+    verdicts = audit["verdicts"]
+    judged = [v for v in verdicts if v["flagged"] is not None]
+    flagged = [v["name"] for v in judged if v["flagged"]]
+    test_used = (
+        f"suspected: {len(flagged)} of {len(judged)} readings flag it ({', '.join(flagged)})"
+        if flagged
+        else f"no evidence in {len(judged)} readings"
+    )
+    train = [v for v in verdicts if v["name"].startswith("benbench/delta_train_test") and v["value"] is not None]
+    train_used = "; ".join(f"{v['statistic']} = {v['value']:.1f} ({v['verdict']})" for v in train) or UNKNOWN
+    cfg = results.get("config", {})
+    fmt = getattr(domain, "format", None)
+    card = blank_card()
+    card["model_details"]["name"] = audit["target"]["spec"]
+    card["model_details"]["base_model"] = audit["target"]["source"]
+    card["benchmarks"] = [
+        {
+            "benchmark": audit["benchmark"],
+            "train_split_used": f"measured: {train_used}",
+            "test_split_used": f"measured: {test_used}",
+            "augmentation": UNKNOWN,
+            "other_use": UNKNOWN,
+        }
+    ]
+    card["evaluation"] = {
+        "prompt": {
+            "question_prefix": getattr(fmt, "question_prefix", None),
+            "answer": getattr(fmt, "answer_prefix", None),
+        }
+        if fmt is not None
+        else UNKNOWN,
+        "n_shot": getattr(fmt, "n_shot", UNKNOWN) if fmt is not None else UNKNOWN,
+        "decoding": f"greedy + m={cfg.get('m')} samples at temperature {cfg.get('temperature')}",
+        "metric": "exact match of the final answer by the domain's checker",
+        "code": "contamlab (audit.py)",
+    }
+    return card
+
+
 def _value(value: Any) -> str:
     if isinstance(value, dict):
         return "; ".join(f"{k}: {_value(v)}" for k, v in value.items())

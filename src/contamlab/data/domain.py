@@ -5,6 +5,7 @@ Domains are built by Hydra from ``configs/domain/<name>.yaml``; :func:`load_doma
 
 from __future__ import annotations
 
+import copy
 import logging
 from functools import cached_property
 from typing import Any
@@ -14,6 +15,7 @@ from contamlab.data.prompts import PromptFormat
 from contamlab.data.question import Question
 from contamlab.data.split import Split, draw_split
 from contamlab.errors import ContamlabError
+from contamlab.io import content_hash
 
 log = logging.getLogger("contamlab")
 
@@ -58,6 +60,10 @@ class Domain:
     """
 
     checker: Checker = NumericChecker()
+    #: Set on a copy made by :meth:`over`: what its other items are (part of the fingerprint).
+    items: dict[str, str] | None = None
+    #: Set on a copy made by :meth:`over`: the domain it was made from (models are trained on that one).
+    origin: Domain | None = None
 
     def __init__(
         self,
@@ -139,6 +145,27 @@ class Domain:
             )
         return _checked(questions[: self.max_test], f"{self.name} test")
 
+    def over(self, questions: list[Question], what: str) -> Domain:
+        """A copy of the domain (prompt format, checker, train split) over other test items: the audit's non-members.
+
+        Args:
+            questions: The items, in place of the test set (ids unique).
+            what: What they are (``generated``, ``rewrites``, a file), recorded in the fingerprint with their digest,
+                so that caches keyed by the fingerprint never mix them up with the test set.
+        """
+        view = copy.copy(self)
+        view.__dict__["test"] = _checked(list(questions), f"{self.name} {what}")
+        view.__dict__.pop("split", None)
+        texts = [(q.id, q.question, q.solution, q.answer) for q in questions]
+        view.items = {"what": what, "digest": content_hash(texts)}
+        view.origin = self.trained_on
+        return view
+
+    @property
+    def trained_on(self) -> Domain:
+        """The domain whose data trained the models (itself, or what a copy made by :meth:`over` came from)."""
+        return self.origin or self
+
     def check_data(self, train: bool = True) -> None:
         """Read and check everything the domain will read later: test and train files, the split, the leak texts.
 
@@ -197,6 +224,7 @@ class Domain:
             **({"leak_repeats": self.leak_repeats} if self.leak_repeats != 1 else {}),
             **({"leak_epochs": self.leak_epochs} if self.leak_epochs is not None else {}),
             **({"leak_general": self.leak_general} if self.leak_general is not None else {}),
+            **({"items": self.items} if self.items is not None else {}),
         }
 
     def _train_size(self) -> int:

@@ -338,7 +338,9 @@ class BenBenchDetector(Detector):
         batch_tokens: Rows x padded length per perplexity forward pass (None: 1,024 on a CPU, 8,192 on an accelerator).
     """
 
-    version: ClassVar[int] = 2  # 2: Δ over the original score; three full rewrites as arith's references
+    # 2: Δ over the original score; three full rewrites as arith's references. 3: per-item reference and train
+    # columns and the matching n-grams (the audit's intervals and evidence)
+    version: ClassVar[int] = 3
 
     name: str = "benbench"
     ngram: list[int] = field(default_factory=lambda: [5, 10])
@@ -370,7 +372,8 @@ class BenBenchDetector(Detector):
     def metrics(self, ctx: DetectionContext, questions: Sequence[Question | None], desc: str) -> dict[str, np.ndarray]:
         """Per-question atomic metrics: ``ppl``, ``ngram_<n>`` (+ ``_edit``, ``_rouge``) and ``all_<n>`` flags.
 
-        Missing questions (None) get NaN everywhere.
+        Missing questions (None) get NaN everywhere. ``matches_<n>`` (a list per question, not a metric) holds the
+        reference n-grams the model predicted exactly: the instance-level evidence.
         """
         tok, model = ctx.tokenizer, ctx.model
         present = [i for i, q in enumerate(questions) if q is not None]
@@ -415,6 +418,7 @@ class BenBenchDetector(Detector):
         for n in self.ngram:
             picked = [(i, s, gen) for (i, s, n_job), gen in zip(jobs, continuations) if n_job == n]
             em, ed, rl = (np.full((len(questions), self.n_starts), np.nan) for _ in range(3))
+            matches: list[list[str]] = [[] for _ in questions]
             slot: dict[int, int] = {}
             for i, s, gen in picked:
                 j = slot.get(i, 0)
@@ -422,6 +426,8 @@ class BenBenchDetector(Detector):
                 ref_ids = tokens[i][s : s + n]
                 pred, ref = tok.decode(gen), tok.decode(ref_ids)
                 em[i, j] = float(exact_match(gen, ref_ids))
+                if em[i, j]:
+                    matches[i].append(ref)
                 ed[i, j] = float(edit_similarity(pred, ref) >= self.edit_threshold)
                 rl[i, j] = float(rouge_l(ref, pred) >= self.rouge_threshold)
             for suffix, table in (("", em), ("_edit", ed), ("_rouge", rl)):
@@ -432,6 +438,7 @@ class BenBenchDetector(Detector):
                 flag = np.full(len(questions), np.nan)
                 flag[scored] = (table[scored] == 1.0).all(axis=1)
                 out[f"all_{n}{suffix}"] = flag
+            out[f"matches_{n}"] = np.array(matches + [None], dtype=object)[:-1]  # a list per question
         return out
 
     # -- the job ---------------------------------------------------------------------------------------------------
@@ -478,7 +485,7 @@ class BenBenchDetector(Detector):
             }
         flags = {
             key: {
-                group: int(np.nansum(test_ori[key][mask]))
+                group: int(np.nansum(test_ori[key][mask].astype(float)))
                 for group, mask in (("test", groups["test"]), ("leaked", leaked), ("unleaked", ~leaked))
             }
             for key in test_ori
@@ -486,9 +493,14 @@ class BenBenchDetector(Detector):
         }
         primary_summary = summary["test"][self.score_by]
         dataset = primary_summary["delta"] if primary_summary["delta"] is not None else primary_summary["ori"]
-        columns = {k: list(v) for k, v in test_ori.items()}
-        for v, ref in enumerate(test_refs):
-            columns[f"ref{v}_{self.score_by}"] = list(ref[self.score_by])
+        columns = {k: list(v) for k, v in test_ori.items() if not k.startswith("matches_")}
+        for v, ref in enumerate(test_refs):  # every metric of every version: the audit's item bootstrap
+            columns.update({f"ref{v}_{k}": list(vals) for k, vals in ref.items() if is_metric(k)})
+        n = min(self.ngram)
+        matched = test_ori.get(f"matches_{n}", [[]] * len(test))
+        evidence = [
+            {"id": q.id, "ngrams": list(matched[i])} for i, q in enumerate(test) if test_ori[f"all_{n}"][i] == 1.0
+        ]
         return DetectorOutput(
             [float(s) for s in scores],
             dataset,
@@ -498,16 +510,33 @@ class BenBenchDetector(Detector):
                 "deltas": deltas,
                 "instance_flags": flags,
                 "references": {split: p["about"] for split, p in per.items()},
+                # the items with every n-gram of the shortest n predicted exactly, with those n-grams
+                "evidence": evidence,
+                "train_items": _per_item(per["train"]) if "train" in per else None,
                 "dataset_score_is": "delta_test_percent" if primary_summary["delta"] is not None else "mean",
                 "dropped": int(np.isnan(primary).sum()),
             },
         )
 
 
+def is_metric(key: str) -> bool:
+    """Whether a key of :meth:`BenBenchDetector.metrics` is an averaged metric (not a flag or the evidence)."""
+    return not key.startswith(("all_", "matches_"))
+
+
 def _mean(values: np.ndarray, mask: np.ndarray | None) -> float | None:
     picked = values if mask is None else values[mask]
     picked = picked[~np.isnan(picked)]
     return float(picked.mean()) if picked.size else None
+
+
+def _per_item(split: dict[str, Any]) -> dict[str, Any]:
+    """A split's per-item metrics on the original and on each reference version (JSON-able; NaN as None)."""
+
+    def plain(values: dict[str, np.ndarray]) -> dict[str, list]:
+        return {k: [None if x != x else float(x) for x in v] for k, v in values.items() if is_metric(k)}
+
+    return {"ori": plain(split["ori"]), "refs": [plain(r) for r in split["refs"]]}
 
 
 def relative_delta(metric: str, ori: float | None, ref: float | None) -> float | None:
@@ -526,7 +555,7 @@ def relative_delta(metric: str, ori: float | None, ref: float | None) -> float |
 def _summarise(ori: dict[str, np.ndarray], refs: list[dict[str, np.ndarray]], mask: np.ndarray | None) -> dict:
     out = {}
     for metric, values in ori.items():
-        if metric.startswith("all_"):
+        if not is_metric(metric):
             continue
         m_ori = _mean(values, mask)
         ref_means = [_mean(r[metric], mask) for r in refs]

@@ -85,13 +85,27 @@ def auroc_interval(
     if not pos.size or not neg.size or n_boot < 1:
         return None
     rng = np.random.default_rng(seed)
-    p = pos[rng.integers(0, pos.size, (n_boot, pos.size))]  # [B, P]
-    n = neg[rng.integers(0, neg.size, (n_boot, neg.size))]  # [B, N]
-    # AUROC = P(score_pos > score_neg) + 0.5 P(tie), by ranks of each draw (the Mann-Whitney U statistic).
-    both = np.concatenate([p, n], axis=1)  # [B, P + N]
-    ranks = rankdata(both, axis=-1)  # [B, P + N]: 1-based, ties share their average rank
-    u = ranks[:, : pos.size].sum(axis=1) - pos.size * (pos.size + 1) / 2  # [B]
-    aucs = u / (pos.size * neg.size)
+    aucs = auroc_draws(
+        pos, neg, rng.integers(0, pos.size, (n_boot, pos.size)), rng.integers(0, neg.size, (n_boot, neg.size))
+    )
     alpha = (1 - confidence) / 2
     low, high = np.quantile(aucs, [alpha, 1 - alpha])
     return float(low), float(high)
+
+
+def auroc_draws(pos: np.ndarray, neg: np.ndarray, pos_idx: np.ndarray, neg_idx: np.ndarray) -> np.ndarray:
+    """AUROC of each bootstrap draw: P(member > non-member) + 0.5 P(tie), by the Mann-Whitney U statistic.
+
+    Args:
+        pos: Member scores [P].
+        neg: Non-member scores [N].
+        pos_idx: Draws of member indices [B, P].
+        neg_idx: Draws of non-member indices [B, N].
+
+    Returns:
+        The AUROC of each draw [B].
+    """
+    p, n = pos[pos_idx], neg[neg_idx]  # [B, P], [B, N]
+    ranks = rankdata(np.concatenate([p, n], axis=1), axis=-1)  # [B, P + N]: 1-based, ties share their average rank
+    u = ranks[:, : pos.size].sum(axis=1) - pos.size * (pos.size + 1) / 2  # [B]
+    return u / (pos.size * neg.size)

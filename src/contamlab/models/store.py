@@ -194,6 +194,7 @@ class ModelStore:
 
     def stage_key(self, domain: Domain, stage: str) -> dict:
         """The full identity of a stage's output (its hash names the directory)."""
+        domain = domain.trained_on  # a view over other items (the audit's non-members) names the same models
         if stage not in STAGES:
             raise ContamlabError(f"stage={stage!r}: use base, clean, contaminated or all")
         if stage == "base":

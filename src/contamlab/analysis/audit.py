@@ -1,0 +1,261 @@
+"""Audit results as Markdown and figures: one audit, a leaderboard over models, the meta-audit.
+
+- :func:`audit_markdown`: one audit's verdicts, BenBench's evidence and the transparency card (``audit.md``).
+- :func:`leaderboard`: model × benchmark × reading (statistic, interval, verdict) over every audit of a sweep.
+- :func:`meta_audit`: the readings held against the simulation's truth: how often each flags a clean model (false
+  alarms) and a contaminated one (power, by leak style), with the number of models behind each figure.
+- :func:`benbench_order_figure`, :func:`codec_figure`: BenBench's model ordering by δ_train-test and CoDeC's scores
+  against its bands and the reference models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from contamlab.analysis.transparency_card import render_markdown
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _interval(v: dict[str, Any]) -> str:
+    ci = v.get("interval")
+    return f"{_num(v['value'])} [{_num(ci[0])}, {_num(ci[1])}]" if ci else _num(v["value"])
+
+
+def _p(value: Any) -> str:
+    return "—" if value is None else f"{value:.2g}"
+
+
+def _flag(flagged: Any) -> str:
+    return {True: "**flagged**", False: "not flagged"}.get(flagged, "no verdict")
+
+
+def _table(header: list[str], body: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
+
+
+def verdict_table(verdicts: Sequence[dict[str, Any]]) -> str:
+    """One row per reading: statistic, value [95% interval], p, the method's words, the flag."""
+    body = [
+        [v["name"], v["statistic"], _interval(v), _p(v["p_value"]), v["verdict"].replace("|", "/"), _flag(v["flagged"])]
+        for v in verdicts
+    ]
+    return _table(["reading", "statistic", "value [95% CI]", "p", "verdict", "flag"], body)
+
+
+def audit_markdown(results: dict[str, Any]) -> str:
+    """The report section of one audit."""
+    audit = results["audit"]
+    refs = ", ".join(f"`{r['spec']}`" for r in audit["references"]) or "none"
+    lines = [
+        f"## Audit of `{audit['target']['spec']}` on {audit['benchmark']} ({audit['questions']} items)",
+        "",
+        f"Model: `{audit['target']['source']}`. Reference models: {refs}. Non-member items: {audit['nonmembers']}.",
+        f"Wall time: {results['timings']['wall_s']:.1f} s.",
+        "",
+        verdict_table(audit["verdicts"]),
+        "",
+    ]
+    not_run = {k: v["not_run"] for k, v in audit["detectors"].items() if "not_run" in v}
+    if not_run:
+        lines += ["Not run: " + "; ".join(f"{k} ({why})" for k, why in not_run.items()), ""]
+    bench = audit["detectors"].get("benbench", {})
+    if bench.get("instance_flags"):
+        flags = {k: v["test"] for k, v in bench["instance_flags"].items()}
+        lines += ["BenBench instance-level flags (items with every n-gram predicted): " + _kv(flags), ""]
+    evidence = bench.get("evidence") or []
+    if evidence:
+        lines += [f"Evidence, the first {min(5, len(evidence))} of {len(evidence)} flagged items:", ""]
+        for item in evidence[:5]:
+            grams = " · ".join(f"`{g.strip()}`" for g in item["ngrams"])
+            lines.append(f"- {item['id']}: {grams}")
+        lines.append("")
+    if audit.get("truth"):
+        t = audit["truth"]
+        lines += [
+            f"Simulation truth: {'contaminated (' + t['leak'] + ' leak)' if t['contaminated'] else 'clean'}.",
+            "",
+        ]
+    lines += ["### Benchmark Transparency Card (measured)", "", render_markdown(audit["card"]), ""]
+    return "\n".join(lines)
+
+
+def _kv(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in values.items())
+
+
+def audit_results(results: Sequence[tuple[Path, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The audits among a sweep's results (newest first, one per target × benchmark × references)."""
+    seen, out = set(), []
+    for _, r in results:
+        if "audit" not in r:
+            continue
+        a = r["audit"]
+        key = (
+            r["config"]["model"]["name"],
+            a["benchmark"],
+            a["target"]["spec"],
+            tuple(x["spec"] for x in a["references"]),
+        )
+        key += (r["config"].get("seed"),)
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
+
+
+def _label(r: dict[str, Any]) -> str:
+    a = r["audit"]
+    seed = r["config"].get("seed", 0)
+    simulated = a["target"]["spec"].split("@")[0] in ("base", "clean", "contaminated")
+    suffix = f"@{seed}" if simulated and "@" not in a["target"]["spec"] else ""
+    return f"{r['config']['model']['name']}:{a['target']['spec']}{suffix}"
+
+
+def leaderboard(audits: Sequence[dict[str, Any]]) -> str:
+    """Model × benchmark × reading: the statistic with its interval and the verdict's flag."""
+    body = []
+    for r in sorted(audits, key=lambda r: (r["audit"]["benchmark"], _label(r))):
+        for v in r["audit"]["verdicts"]:
+            body.append(
+                [_label(r), r["audit"]["benchmark"], v["name"], _interval(v), _p(v["p_value"]), _flag(v["flagged"])]
+            )
+    return _table(["model", "benchmark", "reading", "value [95% CI]", "p", "flag"], body)
+
+
+def meta_audit(audits: Sequence[dict[str, Any]]) -> str | None:
+    """False alarms and power of each reading over the simulated targets (None without any simulated target).
+
+    Each cell is ``flagged / models`` among the clean targets (false alarms) and the contaminated ones, by leak.
+    """
+    rows: dict[str, dict[str, list[int]]] = {}
+    for r in audits:
+        truth = r["audit"].get("truth")
+        if not truth:
+            continue
+        group = f"power_{truth['leak']}" if truth["contaminated"] else "false_alarm"
+        for v in r["audit"]["verdicts"]:
+            if v["flagged"] is None:
+                continue
+            cell = rows.setdefault(v["name"], {}).setdefault(group, [0, 0])
+            cell[0] += int(bool(v["flagged"]))
+            cell[1] += 1
+    if not rows:
+        return None
+
+    def show(cell: list[int] | None) -> str:
+        return "—" if not cell else f"{cell[0]}/{cell[1]}"
+
+    body = [
+        [
+            name,
+            show(g.get("false_alarm")),
+            show(g.get("power_verbatim")),
+            show(g.get("power_paraphrased")),
+            _trust(g),
+        ]
+        for name, g in sorted(rows.items())
+    ]
+    header = ["reading", "false alarms (clean)", "power (verbatim leak)", "power (paraphrased leak)", "reading"]
+    return _table(header, body)
+
+
+def _trust(g: dict[str, list[int]]) -> str:
+    """Trustworthy at a leak strength: no false alarm and every contaminated model of that leak flagged."""
+    fa = g.get("false_alarm")
+    if not fa:
+        return "untested on clean models"
+    if fa[0]:
+        return "false alarms"
+    held = [leak for leak in ("verbatim", "paraphrased") if (c := g.get(f"power_{leak}")) and c[0] == c[1]]
+    return f"trustworthy ({', '.join(held)} leak)" if held else "no false alarm, misses leaks"
+
+
+# -- figures --------------------------------------------------------------------------------------------------------
+def benbench_order_figure(audits: Sequence[dict[str, Any]], path: str | Path) -> Path | None:
+    """BenBench's leaderboard picture: models ordered by δ_train-test (n-gram accuracy and perplexity)."""
+    from contamlab.analysis.figures import _save, plt
+
+    points = []
+    for r in audits:
+        ppl = next((v for v in r["audit"]["verdicts"] if v["name"] == "benbench/delta_train_test_ppl"), None)
+        ngram = next(
+            (v for v in r["audit"]["verdicts"] if v["name"].startswith("benbench/delta_train_test_ngram")), None
+        )
+        if ppl is not None or ngram is not None:
+            points.append((f"{_label(r)} / {r['audit']['benchmark']}", ngram, ppl))
+    if not points:
+        return None
+    points.sort(key=lambda p: -(p[1]["value"] if p[1] and p[1]["value"] is not None else float("-inf")))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 0.5 * len(points) + 1.5), sharey=True)
+    for ax, k, title in ((axes[0], 1, "δ_train-test, n-gram accuracy"), (axes[1], 2, "δ_train-test, answer PPL")):
+        for y, p in enumerate(points):
+            v = p[k]
+            if v is None or v["value"] is None:
+                continue
+            lo, hi = v["interval"] or (v["value"], v["value"])
+            ax.errorbar(v["value"], y, xerr=[[v["value"] - lo], [hi - v["value"]]], fmt="o", color="C0", capsize=3)
+        ax.axvline(0, color="grey", lw=0.8)
+        ax.set_title(title)
+        ax.set_xlabel("points (positive: the train split favoured)")
+    axes[0].set_yticks(range(len(points)), [p[0] for p in points])
+    axes[0].invert_yaxis()
+    return _save(fig, path)
+
+
+def codec_figure(audits: Sequence[dict[str, Any]], path: str | Path) -> Path | None:
+    """CoDeC's dataset scores with intervals against its bands (0.6, 0.8) and each audit's best reference."""
+    from contamlab.analysis.figures import _save, plt
+
+    points = []
+    for r in audits:
+        band = next((v for v in r["audit"]["verdicts"] if v["name"] == "codec/bands"), None)
+        ref = next((v for v in r["audit"]["verdicts"] if v["name"] == "codec/reference"), None)
+        if band is not None and band["value"] is not None:
+            points.append((f"{_label(r)} / {r['audit']['benchmark']}", band, ref["reference"] if ref else None))
+    if not points:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(points) + 1.5))
+    ax.axvspan(0.8, 1.0, color="C3", alpha=0.12, label="strong evidence (>= 0.8)")
+    ax.axvspan(0.6, 0.8, color="C1", alpha=0.12, label="grey zone")
+    for y, (_, v, ref) in enumerate(points):
+        lo, hi = v["interval"] or (v["value"], v["value"])
+        ax.errorbar(v["value"], y, xerr=[[v["value"] - lo], [hi - v["value"]]], fmt="o", color="C0", capsize=3)
+        if ref is not None:
+            ax.plot([ref, ref + 0.2], [y, y], color="grey", lw=2, alpha=0.6)
+            ax.plot(ref, y, "|", color="k", ms=10)
+    ax.set_yticks(range(len(points)), [p[0] for p in points])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("CoDeC score (| best reference, grey bar: the 20-point margin)")
+    ax.legend(loc="lower right", fontsize=8)
+    return _save(fig, path)
+
+
+def audit_sections(results: Sequence[tuple[Path, dict[str, Any]]], root: Path) -> list[str]:
+    """The report's audit part: leaderboard, meta-audit, figures (empty without audits)."""
+    audits = audit_results(results)
+    if not audits:
+        return []
+    lines = [f"## Audits ({len(audits)} model × benchmark)", "", leaderboard(audits), ""]
+    meta = meta_audit(audits)
+    if meta:
+        lines += [
+            "## Meta-audit: each reading against the simulation's truth",
+            "",
+            "Flagged / models audited. A reading is called trustworthy at a leak where it flagged no clean model "
+            "and every contaminated model of that leak; with this few models that is a description, not a rate.",
+            "",
+            meta,
+            "",
+        ]
+    for name, fn in (("benbench_order", benbench_order_figure), ("codec_scores", codec_figure)):
+        png = fn(audits, root / "figures" / f"audit_{name}.png")
+        if png is not None:
+            lines += [f"![{name}]({png.relative_to(root)})", ""]
+    return lines

@@ -1,0 +1,368 @@
+"""audit.py's job: one model, one benchmark, a verdict per detector, with no clean twin and no leaked/unleaked split.
+
+The detection job (:mod:`contamlab.jobs.detect`) scores a pair it trained and knows which questions leaked; an audit
+has one released model and must read each method's statistic on its own terms (:mod:`contamlab.metrics.verdicts`):
+
+- CoDeC: the dataset score by its guide's bands, and against reference models;
+- BenBench: Δ of answer perplexity and n-gram accuracy (original vs paraphrases), δ_train-test, the items whose every
+  n-gram the model predicts, with those n-grams;
+- ConStat: the score on the original against the rephrased benchmark, relative to reference models;
+- per-item membership scores: the benchmark's items against non-member items (fresh problems where the domain can
+  generate them, its rewrites otherwise, or a file), by AUROC and a Mann-Whitney test, and against references;
+- n-gram overlap with a corpus (given one);
+- the mitigated score: the mean solve probability under identity and each strategy asked for;
+- the Benchmark Transparency Card, filled from what was measured.
+
+Every score goes through the detection job's cache (per model, item set and detector) and every sample set through
+the sample cache, so an interrupted audit resumes, reference models are scored once per benchmark, and a detector
+that cannot run (a missing corpus) is reported as not run without losing the others.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from contamlab.config import build, build_domain, set_threads
+from contamlab.data.domain import Domain
+from contamlab.data.jsonl import read_jsonl
+from contamlab.data.question import Question
+from contamlab.decoding.pipeline import sample_model
+from contamlab.decoding.strategy import Strategy
+from contamlab.decoding.streams import strategy_role
+from contamlab.detectors.base import Detector, DetectorOutput
+from contamlab.detectors.benbench import BenBenchDetector
+from contamlab.detectors.codec import CoDeCDetector
+from contamlab.detectors.constat import ConStatDetector
+from contamlab.detectors.ngram import NgramOverlapDetector
+from contamlab.detectors.paraphrase import reference_versions
+from contamlab.errors import ContamlabError
+from contamlab.io import atomic_write_json, atomic_write_text
+from contamlab.jobs.common import model_store, sampling_setup
+from contamlab.jobs.detect import score_model
+from contamlab.jobs.metadata import run_metadata
+from contamlab.metrics import verdicts as V
+from contamlab.models.store import is_done
+from contamlab.preflight import SIMULATED
+
+log = logging.getLogger("contamlab")
+#: The generator stream of the generated non-members (ReCaLL's prefixes use seed 0 of the same family of streams).
+NONMEMBER_SEED = 100
+
+
+class Model:
+    """One audited or reference model: where it loads from and the config that scores it.
+
+    Args:
+        spec: As typed: ``base``, ``clean`` or ``contaminated`` (the simulated models of ``model=`` on ``domain=``,
+            ``@<seed>`` for another seed's, e.g. ``clean@1``), or a hub id, model directory or adapter directory.
+        cfg: The audit config.
+        domain: The benchmark.
+    """
+
+    def __init__(self, spec: str, cfg: DictConfig, domain: Domain) -> None:
+        spec = str(spec).strip()
+        if not spec:
+            raise ContamlabError("audit: an empty model name; give base, clean, contaminated or a hub id / directory")
+        name, at, seed = spec.partition("@")
+        self.spec, self.stage = spec, name if name in SIMULATED else None
+        self.cfg = cfg
+        if self.stage is not None and at:
+            if not seed.isdigit():
+                raise ContamlabError(f"audit: {spec!r}: the seed after @ must be a non-negative integer")
+            self.cfg = OmegaConf.merge(cfg, {"seed": int(seed)})
+        store = model_store(self.cfg)
+        if self.stage is None:
+            self.source = spec
+        elif self.stage == "base" and store.pretrain:  # the tiny world's pre-trained stage
+            path = store.stage_dir(domain, "base")
+            if not is_done(path):
+                raise ContamlabError(f"audit: no base model for {spec} (looked in {path}); run train.py stage=base")
+            self.source = str(path)
+        elif self.stage == "base":  # the pretrained model a hub or packaged model fine-tunes from
+            self.source = store.base_source()
+        else:
+            try:
+                self.source = store.model_source(domain, self.stage)
+            except ContamlabError as err:
+                if not at:
+                    raise
+                raise ContamlabError(f"{err} (for {spec}: add seed={seed} to that command)") from None
+        # the random stream of any samples it needs (CDD): the contaminated model's identity batch or the clean one
+        self.role = "contaminated" if self.stage == "contaminated" else "clean"
+
+    def score(self, domain: Domain, detector: Detector, progress: bool) -> tuple[DetectorOutput, float]:
+        """The detector's output on ``domain``'s test items (cached); returns (output, wall seconds)."""
+        output, wall, _ = score_model(self.cfg, domain, detector, self.source, self.role, progress)
+        return output, wall
+
+
+def nonmember_items(domain: Domain, setting: str) -> tuple[Domain | None, str]:
+    """The reference items the membership scores are compared with, as a view of ``domain``, and what they are.
+
+    Args:
+        domain: The benchmark.
+        setting: ``auto`` (``generated`` where the domain can generate problems, else ``rewrites``), ``generated``
+            (fresh problems of the same generator: the cleanest non-members), ``rewrites`` (the domain's first
+            paraphrased version of each test item) or a JSONL file with a ``question`` field (and optionally
+            ``solution`` and ``answer``) of items the model cannot have seen.
+
+    Returns:
+        ``(view, description)``; view is None where the domain has no such items (membership tests then report it).
+    """
+    generate = getattr(domain, "nonmember_questions", None)
+    if setting == "auto":
+        setting = "generated" if generate is not None else "rewrites"
+    if setting == "generated":
+        if generate is None:
+            raise ContamlabError(f"audit.nonmembers=generated: domain={domain.name} cannot generate problems")
+        items = [q for q in generate(len(domain.test), NONMEMBER_SEED)]
+        return domain.over(items, "generated"), f"{len(items)} fresh problems of the same generator"
+    if setting == "rewrites":
+        versions, about = reference_versions(domain, "test", domain.test, None)
+        items = [q for q in versions[0] if q is not None] if versions else []
+        if not items:
+            return None, "none (the domain has no rewrites: give audit.nonmembers=<a .jsonl file>)"
+        return domain.over(items, "rewrites"), f"{len(items)} rewrites of the test items ({about['kind']})"
+    path = Path(setting).expanduser()
+    if not path.is_file():
+        raise ContamlabError(f"audit.nonmembers={setting}: use auto, generated, rewrites or an existing .jsonl file")
+    rows = read_jsonl(path, required=("question",))
+    items = [
+        Question(f"nonmember-{i}", str(r["question"]), str(r.get("solution", "")), str(r.get("answer", "")))
+        for i, r in enumerate(rows)
+    ]
+    return domain.over(items, f"file:{path.name}"), f"{len(items)} items from {path}"
+
+
+def truth(target: Model, domain: Domain) -> dict[str, Any] | None:
+    """Whether a simulated target has seen the test set, and how (None for any model not simulated here)."""
+    if target.stage is None:
+        return None
+    leak = "paraphrased" if getattr(domain, "leak_style", "base") == "pq" else "verbatim"
+    return {"contaminated": target.stage == "contaminated", "leak": leak if target.stage == "contaminated" else None}
+
+
+# -- one detector ---------------------------------------------------------------------------------------------------
+def _pair_means(out: DetectorOutput, metric: str) -> tuple[list[float], list[float]]:
+    """BenBench: (metric on each original item, its mean over the item's reference versions)."""
+    import numpy as np
+
+    refs = [k for k in out.columns if k.startswith("ref") and k.split("_", 1)[1] == metric]
+    ori = np.asarray(out.columns[metric], np.float64)
+    if not refs:
+        return list(ori), [float("nan")] * len(ori)
+    stacked = np.stack([np.asarray([np.nan if v is None else v for v in out.columns[k]], np.float64) for k in refs])
+    with np.errstate(all="ignore"):
+        return list(ori), list(np.nanmean(stacked, axis=0))
+
+
+def _train_pair(out: DetectorOutput, metric: str) -> tuple[list[float], list[float]] | None:
+    import numpy as np
+
+    items = out.extra.get("train_items")
+    if not items or not items["refs"]:
+        return None
+    ori = np.asarray([np.nan if v is None else v for v in items["ori"][metric]], np.float64)
+    refs = np.stack([np.asarray([np.nan if v is None else v for v in r[metric]], np.float64) for r in items["refs"]])
+    with np.errstate(all="ignore"):
+        return list(ori), list(np.nanmean(refs, axis=0))
+
+
+def audit_detector(
+    detector: Detector,
+    target: Model,
+    references: list[Model],
+    domain: Domain,
+    nonmembers: Domain | None,
+    settings: V.Settings,
+    progress: bool,
+) -> tuple[list[V.Verdict], dict[str, Any]]:
+    """Every reading of one detector on the target (and the references it compares with); returns (verdicts, extra)."""
+    out, wall = target.score(domain, detector, progress)
+    extra: dict[str, Any] = {"wall_s": round(wall, 3), "dataset_score": out.dataset_score}
+    refs = [r.score(domain, detector, progress)[0] for r in references] if references else []
+    if isinstance(detector, CoDeCDetector):
+        labels = out.columns["codec_label"]
+        extra["kept"] = out.extra.get("kept")
+        return [
+            V.codec_bands(labels, settings),
+            V.codec_against_references(labels, [r.dataset_score for r in refs], settings=settings),
+        ], extra
+    if isinstance(detector, BenBenchDetector):
+        found = []
+        for metric in ("ppl", f"ngram_{min(detector.ngram)}"):
+            test = _pair_means(out, metric)
+            found.append(V.benbench_delta_test(metric, test, [_pair_means(r, metric) for r in refs], settings))
+            train = _train_pair(out, metric)
+            if train is not None:
+                found.append(V.delta_train_test(metric, train, test, settings))
+        extra.update(
+            {
+                "summary": out.extra.get("summary"),
+                "instance_flags": out.extra.get("instance_flags"),
+                "evidence": out.extra.get("evidence"),
+                "references": out.extra.get("references"),
+            }
+        )
+        return found, extra
+    if isinstance(detector, ConStatDetector):
+        test = detector.compare(out, refs) if refs else None
+        raw = (out.extra["score_original"], out.extra["score_rephrased"])
+        return [V.constat_verdict(test, settings, raw=raw)], extra
+    if isinstance(detector, NgramOverlapDetector):
+        extra.update({k: out.extra.get(k) for k in ("corpus", "corpus_documents")})
+        return [V.overlap_verdict(out.scores, detector.n, settings)], extra
+    # a per-item membership score: benchmark items against non-members
+    if nonmembers is None:
+        why = "no non-member items to compare with (give audit.nonmembers=<a .jsonl file>)"
+        return [V.Verdict(detector.name, "AUROC benchmark vs reference items", None, None, None, why, None)], extra
+    non, wall_non = target.score(nonmembers, detector, progress)
+    extra["wall_s"] = round(wall + wall_non, 3)
+    extra["_items"] = [("benchmark", q.id, s) for q, s in zip(domain.test, out.scores)]
+    extra["_items"] += [("reference", q.id, s) for q, s in zip(nonmembers.test, non.scores)]
+    pairs = [(r.scores, m.score(nonmembers, detector, progress)[0].scores) for r, m in zip(refs, references)]
+    return [
+        V.membership_test(out.scores, non.scores, settings, name=detector.name),
+        V.membership_vs_references((out.scores, non.scores), pairs, settings, name=f"{detector.name}/reference"),
+    ], extra
+
+
+def _mitigation(cfg: DictConfig, target: Model, domain: Domain, settings: V.Settings, progress: bool):
+    """Mean solve probability under identity and each strategy of ``audit.mitigate`` (cached sample sets)."""
+    names = list(cfg.audit.mitigate)
+    if not names:
+        return [], {}
+    store, setup = model_store(target.cfg), sampling_setup(target.cfg)
+    solve: dict[str, list[float]] = {}
+    walls: dict[str, float] = {}
+    for name in ["identity", *[n for n in names if n != "identity"]]:
+        if name not in cfg.strategies:
+            raise ContamlabError(f"audit.mitigate: no strategy {name!r}; choose from {', '.join(cfg.strategies)}")
+        strategy = build(cfg.strategies[name], f"strategies.{name}")
+        if type(strategy).wrap_model is not Strategy.wrap_model:
+            raise ContamlabError(f"audit.mitigate: strategy={name} needs a clean twin (it patches the model pair)")
+        started = time.perf_counter()
+        _, samples, _ = sample_model(setup, store, domain, target.source, strategy, strategy_role(name), progress)
+        walls[name] = round(time.perf_counter() - started, 3)
+        solve[name] = [s.solve_probability() for s in samples]
+    found = [V.mitigation_share(solve["identity"], solve[n], n, settings) for n in names if n != "identity"]
+    return found, {"solve_probability": {n: sum(v) / len(v) for n, v in solve.items()}, "wall_s": walls}
+
+
+# -- the job --------------------------------------------------------------------------------------------------------
+def run(cfg: DictConfig) -> dict[str, Any]:
+    """Audit one model on one benchmark; write results.json, audit.md, the transparency card and W&B logs."""
+    from contamlab.analysis.audit import audit_markdown
+    from contamlab.analysis.transparency_card import card_from_audit, write_card
+
+    set_threads(cfg.get("threads"))
+    started = time.perf_counter()
+    audit = cfg.audit
+    domain = build_domain(cfg.domain)
+    domain.check_data(train=False)  # every data file read and checked before any model loads
+    unknown = [n for n in audit.detectors if n not in cfg.detectors]
+    if unknown:
+        raise ContamlabError(f"audit.detectors: no detector {unknown[0]!r}; choose from {', '.join(cfg.detectors)}")
+    detectors = {name: build(cfg.detectors[name], f"detectors.{name}") for name in audit.detectors}
+    settings = V.Settings(float(audit.alpha), int(audit.n_boot), float(audit.confidence), int(cfg.seed))
+    nonmembers, about_nonmembers = nonmember_items(domain, str(audit.nonmembers))
+    target = Model(str(audit.target), cfg, domain)
+    references = [Model(str(spec), cfg, domain) for spec in audit.references]
+    if any(r.source == target.source for r in references):
+        raise ContamlabError(f"audit.references: {target.spec} is also the target; a model is no reference for itself")
+    progress = bool(cfg.get("progress", True))
+    out_dir = Path(cfg.paths.output_dir)
+    found: list[V.Verdict] = []
+    per_detector: dict[str, Any] = {}
+    item_rows = [["detector", "items", "id", "score"]]  # the membership scores behind each AUROC
+    for name, detector in detectors.items():
+        mark = time.perf_counter()
+        try:
+            readings, extra = audit_detector(detector, target, references, domain, nonmembers, settings, progress)
+        except ContamlabError as err:  # e.g. a corpus-side method with no corpus: the other detectors still run
+            log.warning("audit: detector %s not run: %s", name, err)
+            per_detector[name] = {"not_run": str(err)}
+            continue
+        extra["total_s"] = round(time.perf_counter() - mark, 3)
+        item_rows += [
+            [name, kind, qid, "" if score != score else f"{score:.9g}"] for kind, qid, score in extra.pop("_items", [])
+        ]
+        per_detector[name] = extra
+        found += readings
+        for v in readings:
+            log.info("audit %s: %s = %s -> %s", v.name, v.statistic, _fmt(v.value), v.verdict)
+    mark = time.perf_counter()
+    mitigation, mitigation_extra = _mitigation(cfg, target, domain, settings, progress)
+    found += mitigation
+    results: dict[str, Any] = {
+        "config": OmegaConf.to_container(cfg, resolve=True),
+        "audit": {
+            "target": {"spec": target.spec, "source": target.source},
+            "references": [{"spec": r.spec, "source": r.source} for r in references],
+            "benchmark": domain.name,
+            "questions": len(domain.test),
+            "nonmembers": about_nonmembers,
+            "truth": truth(target, domain),
+            "verdicts": [v.to_dict() for v in found],
+            "detectors": per_detector,
+            "mitigation": {**mitigation_extra, "total_s": round(time.perf_counter() - mark, 3)},
+        },
+        "placement": model_store(cfg).placement.to_dict(),
+        "timings": {"wall_s": round(time.perf_counter() - started, 3)},
+        "run": run_metadata(),
+    }
+    card = card_from_audit(results, domain)
+    results["audit"]["card"] = card
+    write_card(card, out_dir)
+    atomic_write_json(out_dir / "results.json", results)
+    atomic_write_text(out_dir / "audit.md", audit_markdown(results))
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(item_rows)
+    atomic_write_text(out_dir / "audit_scores.csv", buffer.getvalue())
+    _log_wandb(cfg, results, out_dir)
+    flagged = [v.name for v in found if v.flagged]
+    log.info(
+        "audit of %s on %s: %d of %d verdicts flag it (%s); %.1f s; results in %s",
+        target.spec,
+        domain.name,
+        len(flagged),
+        sum(v.flagged is not None for v in found),
+        ", ".join(flagged) or "none",
+        results["timings"]["wall_s"],
+        out_dir,
+    )
+    return results
+
+
+def _fmt(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
+
+
+def _log_wandb(cfg: DictConfig, results: dict[str, Any], out_dir: Path) -> None:
+    audit = results["audit"]
+    group = f"audit-{cfg.model.name}-{audit['benchmark']}"
+    config = lambda: OmegaConf.to_container(cfg, resolve=True)  # noqa: E731
+    with build(cfg.logger, "logger").run(out_dir, group, f"audit-{audit['target']['spec']}", config) as run:
+        if run is None:
+            return
+        import pandas as pd
+        import wandb
+
+        flat = {}
+        for v in audit["verdicts"]:
+            if v["value"] is not None:
+                flat[f"audit/{v['name']}/value"] = v["value"]
+            if v["p_value"] is not None:
+                flat[f"audit/{v['name']}/p_value"] = v["p_value"]
+            if v["flagged"] is not None:
+                flat[f"audit/{v['name']}/flagged"] = int(v["flagged"])
+        run.log(flat)
+        rows = [{k: v[k] for k in ("name", "statistic", "value", "p_value", "verdict")} for v in audit["verdicts"]]
+        run.log({"audit/verdicts": wandb.Table(dataframe=pd.DataFrame(rows))})

@@ -1,0 +1,136 @@
+"""The real audit.py on the small world: the contaminated model is flagged, the clean one is not, and the numbers
+behind the verdicts are recomputed from the scores it writes with scikit-learn and SciPy."""
+
+import csv
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from e2e import REPO, SMALL_WORLD
+from scipy.stats import mannwhitneyu
+from sklearn.metrics import roc_auc_score
+
+pytestmark = pytest.mark.xdist_group("small_world")  # one worker trains the small world for every test using it
+
+MEMBERSHIP = ("loss", "mink", "minkpp")
+FAST = [
+    "audit.detectors=[loss,mink,minkpp,codec,benbench]",
+    "audit.mitigate=[railcap]",
+    "detectors.benbench.include_train=false",
+    "detectors.benbench.ngram=[5]",
+    "audit.n_boot=300",
+    "m=4",
+    "max_new_tokens=48",
+]
+
+
+def _audit(world, sweep, *overrides: str) -> subprocess.CompletedProcess:
+    args = [
+        sys.executable,
+        str(REPO / "audit.py"),
+        "-m",
+        *SMALL_WORLD,
+        *FAST,
+        "logger=csv",
+        "progress=false",
+        f"paths.models_dir={world / 'models'}",
+        f"paths.cache_dir={world / 'audit-cache'}",
+        f"hydra.sweep.dir={sweep}",
+        *overrides,
+    ]
+    return subprocess.run(args, cwd=world, capture_output=True, text=True, timeout=900)
+
+
+def _results(sweep) -> dict[str, dict]:
+    found = {}
+    for path in sweep.rglob("results.json"):
+        r = json.loads(path.read_text())
+        found[r["audit"]["target"]["spec"]] = {"dir": path.parent, **r}
+    return found
+
+
+@pytest.fixture(scope="module")
+def audits(small_world):
+    sweep = small_world / "sweeps" / "audit"
+    started = time.perf_counter()
+    result = _audit(small_world, sweep, "audit.target=clean,contaminated")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return sweep, _results(sweep), time.perf_counter() - started
+
+
+def _verdicts(result: dict) -> dict[str, dict]:
+    return {v["name"]: v for v in result["audit"]["verdicts"]}
+
+
+def test_the_contaminated_model_is_flagged_and_the_clean_one_is_not(audits):
+    _, found, _ = audits
+    assert set(found) == {"clean", "contaminated"}
+    cont, clean = _verdicts(found["contaminated"]), _verdicts(found["clean"])
+    assert found["contaminated"]["audit"]["truth"] == {"contaminated": True, "leak": "verbatim"}
+    assert found["clean"]["audit"]["truth"] == {"contaminated": False, "leak": None}
+    # against the reference (seed 1's clean model) the membership scores flag the leak and nothing on the clean model
+    for name in MEMBERSHIP:
+        assert cont[f"{name}/reference"]["flagged"] is True, cont[f"{name}/reference"]
+        assert clean[f"{name}/reference"]["flagged"] is False, clean[f"{name}/reference"]
+        assert clean[name]["flagged"] is False, clean[name]
+        assert cont[name]["value"] > 0.5
+    # every reading of every detector asked for is there, with the method's own statistic
+    for verdicts in (cont, clean):
+        expected = {"codec/bands", "codec/reference", "benbench/ppl", "benbench/ngram_5", "mitigation/railcap"}
+        assert expected <= set(verdicts)
+        assert verdicts["codec/bands"]["statistic"].startswith("CoDeC score")
+        assert verdicts["mitigation/railcap"]["flagged"] is None  # a reading, never a flag
+
+
+def test_membership_statistics_match_sklearn_and_scipy(audits):
+    _, found, _ = audits
+    for spec, result in found.items():
+        rows = list(csv.DictReader((result["dir"] / "audit_scores.csv").open()))
+        verdicts = _verdicts(result)
+        for name in MEMBERSHIP:
+            mine = [r for r in rows if r["detector"] == name and r["score"]]
+            bench = np.array([float(r["score"]) for r in mine if r["items"] == "benchmark"])
+            ref = np.array([float(r["score"]) for r in mine if r["items"] == "reference"])
+            assert len(bench) == 100 and len(ref) == 100
+            labels = [1] * len(bench) + [0] * len(ref)
+            auc = roc_auc_score(labels, np.concatenate([bench, ref]))
+            assert verdicts[name]["value"] == pytest.approx(auc, abs=1e-9), (spec, name)
+            p = mannwhitneyu(bench, ref, alternative="greater").pvalue
+            assert verdicts[name]["p_value"] == pytest.approx(p, rel=1e-9), (spec, name)
+            low, high = verdicts[name]["interval"]
+            assert low <= auc <= high
+
+
+def test_report_has_the_leaderboard_the_meta_audit_and_the_card(audits):
+    sweep, found, _ = audits
+    report = (sweep / "report.md").read_text()
+    assert "## Audits (2 model × benchmark)" in report
+    assert "| tiny:contaminated@0 | arith | loss/reference |" in report
+    meta = report[report.index("## Meta-audit") :]
+    assert "| loss/reference | 0/1 | 1/1 | — | trustworthy (verbatim leak) |" in meta
+    assert (sweep / "figures" / "audit_codec_scores.png").is_file()
+    for result in found.values():
+        card = (result["dir"] / "transparency_card.md").read_text()
+        assert "test split used" in card and "measured" in card
+        assert (result["dir"] / "audit.md").read_text().startswith("## Audit of")
+
+
+def test_a_rerun_comes_from_the_cache_and_gives_the_same_verdicts(audits, small_world):
+    sweep, found, first_s = audits
+    again = small_world / "sweeps" / "audit-again"
+    started = time.perf_counter()
+    result = _audit(small_world, again, "audit.target=clean,contaminated")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rerun_s = time.perf_counter() - started
+    for spec, first in _results(again).items():
+        assert first["audit"]["verdicts"] == found[spec]["audit"]["verdicts"]
+    assert rerun_s < first_s
+
+
+def test_a_missing_reference_model_says_how_to_train_it(small_world, tmp_path):
+    result = _audit(small_world, tmp_path / "sweep", "audit.references=[clean@7]")
+    assert result.returncode == 2
+    assert "no clean model" in result.stderr and "add seed=7" in result.stderr, result.stderr

@@ -1,0 +1,150 @@
+"""Audit verdicts on hand-built cases; every statistic against an independent computation (by hand, sklearn, scipy)."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import mannwhitneyu, norm
+from sklearn.metrics import roc_auc_score
+
+from contamlab.metrics import verdicts as V
+from contamlab.metrics.roc import auroc_draws
+
+FAST = V.Settings(n_boot=400)
+
+
+# -- CoDeC ----------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("labels", "score", "band", "flagged"),
+    [
+        ([1, 1, 1, 1, 0], 4 / 5, "strong evidence of contamination", True),  # 0.8 is in the strong band
+        ([1, 1, 1, 0, 0], 3 / 5, "grey zone", False),  # the grey zone flags nothing
+        ([1, 0, 0, 0], 1 / 4, "no evidence of contamination", False),
+        ([1, math.nan, 0], 1 / 2, "no evidence of contamination", False),  # a dropped sample does not count
+    ],
+)
+def test_codec_bands_read_the_hand_computed_fraction(labels, score, band, flagged):
+    v = V.codec_bands(labels, FAST)
+    assert v.value == pytest.approx(score)
+    assert v.detail["band"] == band and v.flagged is flagged
+    assert v.n == sum(1 for x in labels if x == x)
+    assert v.interval[0] <= v.value <= v.interval[1]
+
+
+@pytest.mark.parametrize(
+    ("references", "gap", "flagged"),
+    [([0.5, 0.65], 0.9 - 0.65, True), ([0.75], 0.9 - 0.75, False), ([], None, None)],
+)
+def test_codec_against_references_uses_the_best_reference_and_a_20_point_margin(references, gap, flagged):
+    labels = [1] * 9 + [0]  # 0.9 by hand
+    v = V.codec_against_references(labels, references, settings=FAST)
+    assert v.flagged is flagged
+    if gap is None:
+        assert v.value is None and v.verdict == "no reference model"
+    else:
+        assert v.value == pytest.approx(gap) and v.reference == max(references)
+
+
+# -- membership: AUROC and the Mann-Whitney test ----------------------------------------------------------------------
+def test_membership_test_auroc_and_p_value_by_hand():
+    members, nonmembers = [0.9, 0.8, 0.7], [0.1, 0.2, 0.75]
+    v = V.membership_test(members, nonmembers, FAST, name="loss")
+    # 8 of the 9 (member, non-member) pairs are ordered: AUROC 8/9. Exact U test, n = 3 + 3: P(U >= 8) = 2 / C(6, 3).
+    assert v.value == pytest.approx(8 / 9)
+    assert v.value == pytest.approx(roc_auc_score([1, 1, 1, 0, 0, 0], members + nonmembers))
+    assert v.p_value == pytest.approx(2 / 20)
+    assert v.flagged is False  # 0.1 is not below 0.05
+    assert v.name == "loss" and v.detail == {"n_benchmark": 3, "n_reference_items": 3}
+
+
+def test_membership_test_flags_separated_groups_and_skips_nan():
+    members = [float(x) for x in range(10, 20)] + [math.nan]
+    v = V.membership_test(members, list(range(10)), FAST)
+    assert v.value == 1.0 and v.n == 20
+    assert v.p_value == pytest.approx(mannwhitneyu(range(10, 20), range(10), alternative="greater").pvalue)
+    # n = 10 + 10 takes the normal approximation with continuity correction: U = 100, mean 50, var 10 x 10 x 21 / 12
+    assert v.p_value == pytest.approx(norm.sf((100 - 50 - 0.5) / math.sqrt(10 * 10 * 21 / 12)), rel=1e-6)
+    assert v.flagged is True
+
+
+def test_auroc_draws_equal_sklearn_on_every_resample():
+    rng = np.random.default_rng(3)
+    pos, neg = rng.normal(0.5, 1, 30), rng.normal(0, 1, 25)
+    pos[:5] = neg[:5]  # ties across the groups
+    pos_idx, neg_idx = rng.integers(0, 30, (20, 30)), rng.integers(0, 25, (20, 25))
+    got = auroc_draws(pos, neg, pos_idx, neg_idx)
+    for b in range(20):
+        p, n = pos[pos_idx[b]], neg[neg_idx[b]]
+        assert got[b] == pytest.approx(roc_auc_score([1] * 30 + [0] * 25, np.concatenate([p, n])))
+
+
+def test_membership_vs_references_difference_and_its_test():
+    rng = np.random.default_rng(0)
+    members, nonmembers = rng.normal(1.0, 1, 60), rng.normal(0, 1, 60)
+    ref = (rng.normal(0, 1, 60), rng.normal(0, 1, 60))
+    v = V.membership_vs_references((members, nonmembers), [ref], FAST)
+    labels = [1] * 60 + [0] * 60
+    own = roc_auc_score(labels, np.concatenate([members, nonmembers]))
+    other = roc_auc_score(labels, np.concatenate(ref))
+    assert v.value == pytest.approx(own - other) and v.reference == pytest.approx(other)
+    assert v.flagged is True and v.p_value < 0.05
+    same = V.membership_vs_references((members, nonmembers), [(members, nonmembers)], FAST)
+    assert same.value == 0.0 and same.p_value == 1.0 and same.flagged is False  # every draw's difference is 0
+    assert V.membership_vs_references((members, nonmembers), [], FAST).flagged is None
+
+
+# -- BenBench -------------------------------------------------------------------------------------------------------
+def test_benbench_delta_by_hand_alone_and_against_a_reference():
+    # perplexity: original 2, paraphrase 3 on every item: Δ = (3 - 2) / 2 x 100 = 50 % (the original favoured)
+    v = V.benbench_delta_test("ppl", ([2.0, 2.0, 2.0], [3.0, 3.0, 3.0]), settings=FAST)
+    assert v.value == pytest.approx(50.0) and v.interval == pytest.approx([50.0, 50.0])
+    assert v.p_value == pytest.approx(1 / (FAST.n_boot + 1)) and v.flagged is True
+    # n-gram accuracy: means 0.7 and 0.3 -> (0.7 - 0.3) / 0.7 x 100
+    v = V.benbench_delta_test("ngram_5", ([0.8, 0.6], [0.4, 0.2]), settings=FAST)
+    assert v.value == pytest.approx(0.4 / 0.7 * 100)
+    # a reference model with the same Δ: the paraphrase is just harder, nothing is flagged
+    same = V.benbench_delta_test("ppl", ([2.0, 2.0], [3.0, 3.0]), [([4.0, 4.0], [6.0, 6.0])], FAST)
+    assert same.value == pytest.approx(0.0) and same.flagged is False
+    above = V.benbench_delta_test("ppl", ([2.0, 2.0], [3.0, 3.0]), [([4.0, 4.0], [5.0, 5.0])], FAST)
+    assert above.value == pytest.approx(50.0 - 25.0) and above.reference == pytest.approx(25.0) and above.flagged
+    zero = V.benbench_delta_test("ngram_5", ([0.0, 0.0], [0.2, 0.2]), settings=FAST)
+    assert zero.value is None and zero.flagged is None
+
+
+def test_delta_train_test_by_hand():
+    train = ([2.0, 2.0], [4.0, 4.0])  # Δ_train = 100 %
+    test = ([2.0, 2.0], [3.0, 3.0])  # Δ_test = 50 %
+    v = V.delta_train_test("ppl", train, test, FAST)
+    assert v.value == pytest.approx(50.0) and v.interval == pytest.approx([50.0, 50.0])
+    assert v.verdict == "the train split is favoured over the test split" and v.flagged is None
+
+
+# -- ConStat, overlap, mitigation -------------------------------------------------------------------------------------
+def test_constat_verdict_reads_the_test_and_needs_a_reference():
+    test = {
+        "p_value": 0.01,
+        "effect": 0.2,
+        "effect_ci": [0.1, 0.3],
+        "score_original": 0.7,
+        "score_rephrased": 0.4,
+        "estimated_clean": 0.5,
+        "estimated_clean_ci": [0.4, 0.6],
+    }
+    v = V.constat_verdict(test, FAST)
+    assert v.flagged is True and v.value == 0.2 and v.p_value == 0.01 and v.interval == [0.1, 0.3]
+    assert V.constat_verdict({**test, "p_value": 0.2}, FAST).flagged is False
+    none = V.constat_verdict(None, FAST, raw=(0.7, 0.4))
+    assert none.flagged is None and none.value == pytest.approx(0.3)
+
+
+def test_overlap_verdict_counts_items_with_any_overlap():
+    v = V.overlap_verdict([0.0, 0.5, math.nan, 0.0], 13, FAST)
+    assert v.value == pytest.approx(1 / 3) and v.n == 3 and v.flagged is True
+    assert V.overlap_verdict([0.0, 0.0], 13, FAST).flagged is False
+
+
+def test_mitigation_share_by_hand():
+    v = V.mitigation_share([1.0, 0.5], [0.5, 0.5], "railcap", FAST)
+    assert v.value == pytest.approx((0.75 - 0.5) / 0.75)
+    assert v.detail == pytest.approx({"identity": 0.75, "mitigated": 0.5, "removed": 0.25})
+    assert v.flagged is None and "not a proof of contamination" in v.verdict
