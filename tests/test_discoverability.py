@@ -27,7 +27,8 @@ def test_make_bench_trains_what_it_needs():
 
 
 @pytest.mark.parametrize(
-    ("script", "example"), [("evaluate.py", "-m strategy=railcap,lne,ted"), ("train.py", "stage=")]
+    ("script", "example"),
+    [("evaluate.py", "-m strategy=railcap,lne,ted"), ("train.py", "stage="), ("audit.py", "audit.target=clean")],
 )
 def test_help_is_a_short_usage_with_examples(script, example):
     result = subprocess.run([sys.executable, str(REPO / script), "--help"], cwd=REPO, capture_output=True, text=True)
@@ -35,7 +36,7 @@ def test_help_is_a_short_usage_with_examples(script, example):
     text = result.stdout
     assert text.startswith(f"{script}:") and "Usage: python" in text and example in text
     assert "strategy: all_zero, identity, lne, none, railcap, shortcut, ted" in text  # groups and their options
-    assert "model: gemma, llama2, pythia, smollm2, tiny" in text
+    assert "model: gemma, gemma3, llama2, pythia, smollm2, tiny" in text
     assert "_target_" not in text and len(text.splitlines()) < 40  # no 100-line config dump
 
 

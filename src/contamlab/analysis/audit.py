@@ -128,6 +128,21 @@ def leaderboard(audits: Sequence[dict[str, Any]]) -> str:
     return _table(["model", "benchmark", "reading", "value [95% CI]", "p", "flag"], body)
 
 
+def timing_table(audits: Sequence[dict[str, Any]]) -> str:
+    """Wall time per audit: the target's detector passes and this job's own wall time.
+
+    The detector times are those of the first computation (a cached rerun reads them back); the job's wall time
+    includes the references, the sampling and whatever came from the caches.
+    """
+    body = []
+    for r in sorted(audits, key=lambda r: (r["audit"]["benchmark"], _label(r))):
+        detectors = r["audit"]["detectors"]
+        scored = sum(d.get("wall_s", 0.0) for d in detectors.values())
+        per = ", ".join(f"{k} {d['wall_s']:.0f}" for k, d in detectors.items() if "wall_s" in d)
+        body.append([_label(r), r["audit"]["benchmark"], f"{scored:.0f}", f"{r['timings']['wall_s']:.0f}", per])
+    return _table(["model", "benchmark", "target's detectors (s)", "job wall (s)", "per detector (s)"], body)
+
+
 def meta_audit(audits: Sequence[dict[str, Any]]) -> str | None:
     """False alarms and power of each reading over the simulated targets (None without any simulated target).
 
@@ -161,7 +176,7 @@ def meta_audit(audits: Sequence[dict[str, Any]]) -> str | None:
         ]
         for name, g in sorted(rows.items())
     ]
-    header = ["reading", "false alarms (clean)", "power (verbatim leak)", "power (paraphrased leak)", "reading"]
+    header = ["reading", "false alarms (clean)", "power (verbatim leak)", "power (paraphrased leak)", "assessment"]
     return _table(header, body)
 
 
@@ -233,7 +248,7 @@ def codec_figure(audits: Sequence[dict[str, Any]], path: str | Path) -> Path | N
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel("CoDeC score (| best reference, grey bar: the 20-point margin)")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper left", fontsize=8)
     return _save(fig, path)
 
 
@@ -243,6 +258,7 @@ def audit_sections(results: Sequence[tuple[Path, dict[str, Any]]], root: Path) -
     if not audits:
         return []
     lines = [f"## Audits ({len(audits)} model × benchmark)", "", leaderboard(audits), ""]
+    lines += ["### Wall time per audit", "", timing_table(audits), ""]
     meta = meta_audit(audits)
     if meta:
         lines += [

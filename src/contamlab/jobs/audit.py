@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from contamlab.config import build, build_domain, set_threads
@@ -56,7 +57,7 @@ log = logging.getLogger("contamlab")
 NONMEMBER_SEED = 100
 
 
-class Model:
+class AuditedModel:
     """One audited or reference model: where it loads from and the config that scores it.
 
     Args:
@@ -141,7 +142,7 @@ def nonmember_items(domain: Domain, setting: str) -> tuple[Domain | None, str]:
     return domain.over(items, f"file:{path.name}"), f"{len(items)} items from {path}"
 
 
-def truth(target: Model, domain: Domain) -> dict[str, Any] | None:
+def truth(target: AuditedModel, domain: Domain) -> dict[str, Any] | None:
     """Whether a simulated target has seen the test set, and how (None for any model not simulated here)."""
     if target.stage is None:
         return None
@@ -152,8 +153,6 @@ def truth(target: Model, domain: Domain) -> dict[str, Any] | None:
 # -- one detector ---------------------------------------------------------------------------------------------------
 def _pair_means(out: DetectorOutput, metric: str) -> tuple[list[float], list[float]]:
     """BenBench: (metric on each original item, its mean over the item's reference versions)."""
-    import numpy as np
-
     refs = [k for k in out.columns if k.startswith("ref") and k.split("_", 1)[1] == metric]
     ori = np.asarray(out.columns[metric], np.float64)
     if not refs:
@@ -164,8 +163,7 @@ def _pair_means(out: DetectorOutput, metric: str) -> tuple[list[float], list[flo
 
 
 def _train_pair(out: DetectorOutput, metric: str) -> tuple[list[float], list[float]] | None:
-    import numpy as np
-
+    """BenBench: the same pair on the train split's items (None without paraphrases of the train split)."""
     items = out.extra.get("train_items")
     if not items or not items["refs"]:
         return None
@@ -177,8 +175,8 @@ def _train_pair(out: DetectorOutput, metric: str) -> tuple[list[float], list[flo
 
 def audit_detector(
     detector: Detector,
-    target: Model,
-    references: list[Model],
+    target: AuditedModel,
+    references: list[AuditedModel],
     domain: Domain,
     nonmembers: Domain | None,
     settings: V.Settings,
@@ -234,7 +232,7 @@ def audit_detector(
     ], extra
 
 
-def _mitigation(cfg: DictConfig, target: Model, domain: Domain, settings: V.Settings, progress: bool):
+def _mitigation(cfg: DictConfig, target: AuditedModel, domain: Domain, settings: V.Settings, progress: bool):
     """Mean solve probability under identity and each strategy of ``audit.mitigate`` (cached sample sets)."""
     names = list(cfg.audit.mitigate)
     if not names:
@@ -273,8 +271,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     detectors = {name: build(cfg.detectors[name], f"detectors.{name}") for name in audit.detectors}
     settings = V.Settings(float(audit.alpha), int(audit.n_boot), float(audit.confidence), int(cfg.seed))
     nonmembers, about_nonmembers = nonmember_items(domain, str(audit.nonmembers))
-    target = Model(str(audit.target), cfg, domain)
-    references = [Model(str(spec), cfg, domain) for spec in audit.references]
+    target = AuditedModel(str(audit.target), cfg, domain)
+    references = [AuditedModel(str(spec), cfg, domain) for spec in audit.references]
     if any(r.source == target.source for r in references):
         raise ContamlabError(f"audit.references: {target.spec} is also the target; a model is no reference for itself")
     progress = bool(cfg.get("progress", True))
