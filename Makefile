@@ -184,6 +184,15 @@ _meta-1:
 	$(AUDIT) domain=$(ARITH) audit.target=clean audit.references=[clean@0] seed=1 domain.split_seed=1 \
 		hydra.sweep.dir=$(META)/seed1_clean
 
+# The real audit of docs/audit.md: the two packaged pretrained models on 100 GSM8K test questions, no reference
+# model (none is known to be clean), GSM8K-PQ rephrasings as the non-members, RailCap's mitigated score at m = 4.
+REAL ?= outputs/real_audit
+REAL_ARGS ?= domain=gsm8k domain.max_test=100 audit.target=base audit.references=[] m=4 audit.mitigate=[railcap] \
+	audit.detectors=[codec,benbench,loss,zlib,mink,minkpp,recall] detectors.benbench.include_train=false
+
+real-audit: $(STAMP) ## Audit SmolLM2-135M-Instruct and Gemma-3-270m on GSM8K -> $(REAL)/report.md (CPU: about an hour)
+	$(PY) audit.py --multirun model=smollm2,gemma3 $(REAL_ARGS) progress=false hydra.sweep.dir=$(REAL)
+
 # A .partial stage directory is a training run that was killed and never resumed (or is still running): skip its runs.
 sync: $(STAMP) ## Upload offline W&B runs (needs WANDB_API_KEY; skips unfinished .partial stages)
 	find outputs -type d -name 'offline-run-*' -not -path '*.partial/*' -print0 | xargs -0 -r $(VENV)/bin/wandb sync
@@ -196,4 +205,4 @@ clean: ## Remove outputs, caches and the virtual environment
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 .PHONY: help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
-	_repro-arith_pq reproduce-profile meta-audit _meta-0 _meta-1 bench bench-smollm2 smollm2-run sync wandb-report clean
+	_repro-arith_pq reproduce-profile meta-audit _meta-0 _meta-1 real-audit bench bench-smollm2 smollm2-run sync wandb-report clean

@@ -3,6 +3,7 @@ behind the verdicts are recomputed from the scores it writes with scikit-learn a
 
 import csv
 import json
+import os
 import subprocess
 import sys
 import time
@@ -27,21 +28,21 @@ FAST = [
 ]
 
 
-def _audit(world, sweep, *overrides: str) -> subprocess.CompletedProcess:
+def _audit(world, sweep, *overrides: str, env: dict | None = None) -> subprocess.CompletedProcess:
     args = [
         sys.executable,
         str(REPO / "audit.py"),
         "-m",
         *SMALL_WORLD,
         *FAST,
-        "logger=csv",
+        *([] if any(o.startswith("logger=") for o in overrides) else ["logger=csv"]),
         "progress=false",
         f"paths.models_dir={world / 'models'}",
         f"paths.cache_dir={world / 'audit-cache'}",
         f"hydra.sweep.dir={sweep}",
         *overrides,
     ]
-    return subprocess.run(args, cwd=world, capture_output=True, text=True, timeout=900)
+    return subprocess.run(args, cwd=world, capture_output=True, text=True, timeout=900, env=env)
 
 
 def _results(sweep) -> dict[str, dict]:
@@ -134,3 +135,11 @@ def test_a_missing_reference_model_says_how_to_train_it(small_world, tmp_path):
     result = _audit(small_world, tmp_path / "sweep", "audit.references=[clean@7]")
     assert result.returncode == 2
     assert "no clean model" in result.stderr and "add seed=7" in result.stderr, result.stderr
+
+
+def test_wandb_offline_run_is_written(audits, small_world, tmp_path):
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path)}
+    result = _audit(small_world, tmp_path / "sweep", "audit.target=contaminated", "logger=wandb", env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = list((tmp_path / "sweep").rglob("offline-run-*"))
+    assert runs, "no offline W&B run directory"

@@ -45,11 +45,10 @@ from contamlab.detectors.ngram import NgramOverlapDetector
 from contamlab.detectors.paraphrase import reference_versions
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text
-from contamlab.jobs.common import model_store, sampling_setup
+from contamlab.jobs.common import model_store, sampling_setup, tracking_run
 from contamlab.jobs.detect import score_model
 from contamlab.jobs.metadata import run_metadata
 from contamlab.metrics import verdicts as V
-from contamlab.models.store import is_done
 from contamlab.preflight import SIMULATED
 
 log = logging.getLogger("contamlab")
@@ -81,13 +80,8 @@ class AuditedModel:
         store = model_store(self.cfg)
         if self.stage is None:
             self.source = spec
-        elif self.stage == "base" and store.pretrain:  # the tiny world's pre-trained stage
-            path = store.stage_dir(domain, "base")
-            if not is_done(path):
-                raise ContamlabError(f"audit: no base model for {spec} (looked in {path}); run train.py stage=base")
-            self.source = str(path)
-        elif self.stage == "base":  # the pretrained model a hub or packaged model fine-tunes from
-            self.source = store.base_source()
+        elif self.stage == "base":  # the tiny world's base stage, or the pretrained model a hub model starts from
+            self.source = store.base_model_source(domain)
         else:
             try:
                 self.source = store.model_source(domain, self.stage)
@@ -123,7 +117,7 @@ def nonmember_items(domain: Domain, setting: str) -> tuple[Domain | None, str]:
     if setting == "generated":
         if generate is None:
             raise ContamlabError(f"audit.nonmembers=generated: domain={domain.name} cannot generate problems")
-        items = [q for q in generate(len(domain.test), NONMEMBER_SEED)]
+        items = list(generate(len(domain.test), NONMEMBER_SEED))
         return domain.over(items, "generated"), f"{len(items)} fresh problems of the same generator"
     if setting == "rewrites":
         versions, about = reference_versions(domain, "test", domain.test, None)
@@ -346,8 +340,7 @@ def _fmt(value: Any) -> str:
 def _log_wandb(cfg: DictConfig, results: dict[str, Any], out_dir: Path) -> None:
     audit = results["audit"]
     group = f"audit-{cfg.model.name}-{audit['benchmark']}"
-    config = lambda: OmegaConf.to_container(cfg, resolve=True)  # noqa: E731
-    with build(cfg.logger, "logger").run(out_dir, group, f"audit-{audit['target']['spec']}", config) as run:
+    with tracking_run(cfg, out_dir, group, f"audit-{audit['target']['spec']}") as run:
         if run is None:
             return
         import pandas as pd

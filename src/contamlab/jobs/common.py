@@ -6,6 +6,8 @@ arguments of the layers below.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -55,3 +57,8 @@ def sampling_setup(cfg: DictConfig) -> SamplingSetup:
 def common_noise(cfg: DictConfig) -> bool:
     """Whether the run shares one random stream between the clean and the strategy batches (opt-in)."""
     return bool(cfg.sampler.get("common_noise", False))
+
+
+def tracking_run(cfg: DictConfig, out_dir: Path, group: str, name: str) -> AbstractContextManager[Any]:
+    """The job's W&B run (None without W&B) from the ``logger`` group, with the resolved config, finished on exit."""
+    return build(cfg.logger, "logger").run(out_dir, group, name, lambda: OmegaConf.to_container(cfg, resolve=True))

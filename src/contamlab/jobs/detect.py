@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from contamlab.config import build
 from contamlab.data.domain import Domain
 from contamlab.decoding.pipeline import sample_model
 from contamlab.decoding.strategy import Strategy
@@ -29,7 +28,7 @@ from contamlab.decoding.streams import CLEAN, strategy_role
 from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text, content_hash
-from contamlab.jobs.common import model_store, sampling_setup
+from contamlab.jobs.common import model_store, sampling_setup, tracking_run
 from contamlab.metrics.roc import auroc_interval, roc_metrics, roc_points
 from contamlab.models.store import TRAINING_TEXTS, ModelStore, read_training_texts
 
@@ -264,8 +263,7 @@ def _write_csv(path: Path, domain: Domain, leaked: np.ndarray, outputs: dict[str
 
 def _log_wandb(cfg: DictConfig, detector: Detector, results: dict[str, Any], out_dir: Path) -> None:
     group = f"detect-{cfg.model.name}-{cfg.domain.name}"
-    config = lambda: OmegaConf.to_container(cfg, resolve=True)  # noqa: E731
-    with build(cfg.logger, "logger").run(out_dir, group, f"detect-{detector.name}", config) as run:
+    with tracking_run(cfg, out_dir, group, f"detect-{detector.name}") as run:
         if run is None:
             return
         import pandas as pd

@@ -24,7 +24,7 @@ from contamlab.decoding.strategy import Strategy
 from contamlab.decoding.streams import CLEAN, CLEAN_2, readout_seed, strategy_role, stream_seed
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text
-from contamlab.jobs.common import common_noise, model_store, sampling_setup
+from contamlab.jobs.common import common_noise, model_store, sampling_setup, tracking_run
 from contamlab.jobs.metadata import run_metadata
 from contamlab.metrics import bin_index, compute_metrics, per_bin_table, question_readouts
 
@@ -213,8 +213,7 @@ def _analyses(
 
 def _log_wandb(cfg, results, out_dir, figures=None) -> None:
     run_group = f"eval-{cfg.model.name}-{cfg.domain.name}"
-    config = lambda: OmegaConf.to_container(cfg, resolve=True)  # noqa: E731
-    with build(cfg.logger, "logger").run(out_dir, run_group, str(cfg.strategy.name), config) as run:
+    with tracking_run(cfg, out_dir, run_group, str(cfg.strategy.name)) as run:
         if run is None:
             return
         import pandas as pd

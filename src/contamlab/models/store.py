@@ -263,8 +263,8 @@ class ModelStore:
             path = self.stage_dir(domain, "base")
             if not is_done(path):
                 raise ContamlabError(
-                    f"strategy=shortcut needs the base model of model={self.name} at {path}; run "
-                    f"`python train.py model={self.name} domain={domain.name}` first"
+                    f"no base model of model={self.name} at {path} (strategy=shortcut and audit.target=base need it); "
+                    f"run `python train.py model={self.name} domain={domain.name}` first"
                 )
             return str(path)
         return self.base_source()
