@@ -150,3 +150,23 @@ def test_malformed_jsonl_gives_the_column(tmp_path):
     with pytest.raises(ContamlabError) as err:
         read_jsonl(path)
     assert str(err.value).startswith(f"{path}:3: malformed JSON at column 16 (Invalid control character)")
+
+
+def test_a_view_over_other_items_keeps_the_models_and_names_its_items():
+    """Domain.over (the audit's non-members): its own test items and fingerprint, the original's trained models."""
+    from contamlab.models.spec import TinyModel
+    from contamlab.models.store import ModelStore
+
+    domain = load_domain("arith", max_test=20)
+    fresh = domain.nonmember_questions(5, seed=100)
+    view = domain.over(fresh, "generated")
+    assert view.test == fresh and len(view.split.leaked) + len(view.split.unleaked) == 5
+    assert domain.test != fresh and len(domain.test) == 20  # the original is untouched
+    assert view.fingerprint()["items"]["what"] == "generated" and "items" not in domain.fingerprint()
+    assert view.eval_fingerprint() != domain.eval_fingerprint()  # its samples are cached apart
+    assert view.trained_on is domain and view.over(fresh[:2], "again").trained_on is domain
+    store = ModelStore("models", TinyModel(name="tiny"), seed=0, base={"steps": 1})
+    for stage in ("base", "clean", "contaminated"):
+        assert store.stage_dir(view, stage) == store.stage_dir(domain, stage)
+    with pytest.raises(ContamlabError, match="duplicate question id"):
+        domain.over([fresh[0], fresh[0]], "twice")
