@@ -53,7 +53,9 @@ def _results(sweep) -> dict[str, dict]:
     return found
 
 
-@pytest.fixture(scope="module")
+# session scope: under xdist the group's tests may interleave with another module's, which would rebuild a
+# module-scoped fixture
+@pytest.fixture(scope="session")
 def audits(small_world):
     sweep = small_world / "sweeps" / "audit"
     started = time.perf_counter()
