@@ -145,15 +145,20 @@ def truth(target: AuditedModel, domain: Domain) -> dict[str, Any] | None:
 
 
 # -- one detector ---------------------------------------------------------------------------------------------------
-def _pair_means(out: DetectorOutput, metric: str) -> tuple[list[float], list[float]]:
-    """BenBench: (metric on each original item, its mean over the item's reference versions)."""
-    refs = [k for k in out.columns if k.startswith("ref") and k.split("_", 1)[1] == metric]
-    ori = np.asarray(out.columns[metric], np.float64)
-    if not refs:
-        return list(ori), [float("nan")] * len(ori)
-    stacked = np.stack([np.asarray([np.nan if v is None else v for v in out.columns[k]], np.float64) for k in refs])
+def _with_ref_mean(ori: list, versions: list[list]) -> tuple[list[float], list[float]]:
+    """(per-item metric on the originals, its mean over the item's reference versions; NaN where none)."""
+    plain = np.asarray([np.nan if v is None else v for v in ori], np.float64)
+    if not versions:
+        return list(plain), [float("nan")] * len(plain)
+    stacked = np.stack([np.asarray([np.nan if v is None else v for v in vs], np.float64) for vs in versions])
     with np.errstate(all="ignore"):
-        return list(ori), list(np.nanmean(stacked, axis=0))
+        return list(plain), list(np.nanmean(stacked, axis=0))
+
+
+def _test_pair(out: DetectorOutput, metric: str) -> tuple[list[float], list[float]]:
+    """BenBench on the test items: the ``metric`` column and its ``ref<v>_<metric>`` columns."""
+    refs = [k for k in out.columns if k.startswith("ref") and k.split("_", 1)[1] == metric]
+    return _with_ref_mean(out.columns[metric], [out.columns[k] for k in refs])
 
 
 def _train_pair(out: DetectorOutput, metric: str) -> tuple[list[float], list[float]] | None:
@@ -161,10 +166,7 @@ def _train_pair(out: DetectorOutput, metric: str) -> tuple[list[float], list[flo
     items = out.extra.get("train_items")
     if not items or not items["refs"]:
         return None
-    ori = np.asarray([np.nan if v is None else v for v in items["ori"][metric]], np.float64)
-    refs = np.stack([np.asarray([np.nan if v is None else v for v in r[metric]], np.float64) for r in items["refs"]])
-    with np.errstate(all="ignore"):
-        return list(ori), list(np.nanmean(refs, axis=0))
+    return _with_ref_mean(items["ori"][metric], [r[metric] for r in items["refs"]])
 
 
 def audit_detector(
@@ -190,8 +192,8 @@ def audit_detector(
     if isinstance(detector, BenBenchDetector):
         found = []
         for metric in ("ppl", f"ngram_{min(detector.ngram)}"):
-            test = _pair_means(out, metric)
-            found.append(V.benbench_delta_test(metric, test, [_pair_means(r, metric) for r in refs], settings))
+            test = _test_pair(out, metric)
+            found.append(V.benbench_delta_test(metric, test, [_test_pair(r, metric) for r in refs], settings))
             train = _train_pair(out, metric)
             if train is not None:
                 found.append(V.delta_train_test(metric, train, test, settings))
@@ -226,25 +228,37 @@ def audit_detector(
     ], extra
 
 
-def _mitigation(cfg: DictConfig, target: AuditedModel, domain: Domain, settings: V.Settings, progress: bool):
-    """Mean solve probability under identity and each strategy of ``audit.mitigate`` (cached sample sets)."""
+def mitigation_strategies(cfg: DictConfig) -> dict[str, Strategy]:
+    """Identity and each strategy of ``audit.mitigate``, built (and checked) before any model loads."""
     names = list(cfg.audit.mitigate)
     if not names:
-        return [], {}
-    store, setup = model_store(target.cfg), sampling_setup(target.cfg)
-    solve: dict[str, list[float]] = {}
-    walls: dict[str, float] = {}
+        return {}
+    strategies = {}
     for name in ["identity", *[n for n in names if n != "identity"]]:
         if name not in cfg.strategies:
             raise ContamlabError(f"audit.mitigate: no strategy {name!r}; choose from {', '.join(cfg.strategies)}")
         strategy = build(cfg.strategies[name], f"strategies.{name}")
         if type(strategy).wrap_model is not Strategy.wrap_model:
             raise ContamlabError(f"audit.mitigate: strategy={name} needs a clean twin (it patches the model pair)")
+        strategies[name] = strategy
+    return strategies
+
+
+def _mitigation(
+    strategies: dict[str, Strategy], target: AuditedModel, domain: Domain, settings: V.Settings, progress: bool
+):
+    """Mean solve probability under identity and each other strategy (cached sample sets)."""
+    if not strategies:
+        return [], {}
+    store, setup = model_store(target.cfg), sampling_setup(target.cfg)
+    solve: dict[str, list[float]] = {}
+    walls: dict[str, float] = {}
+    for name, strategy in strategies.items():
         started = time.perf_counter()
         _, samples, _ = sample_model(setup, store, domain, target.source, strategy, strategy_role(name), progress)
         walls[name] = round(time.perf_counter() - started, 3)
         solve[name] = [s.solve_probability() for s in samples]
-    found = [V.mitigation_share(solve["identity"], solve[n], n, settings) for n in names if n != "identity"]
+    found = [V.mitigation_share(solve["identity"], solve[n], n, settings) for n in strategies if n != "identity"]
     return found, {"solve_probability": {n: sum(v) / len(v) for n, v in solve.items()}, "wall_s": walls}
 
 
@@ -263,6 +277,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if unknown:
         raise ContamlabError(f"audit.detectors: no detector {unknown[0]!r}; choose from {', '.join(cfg.detectors)}")
     detectors = {name: build(cfg.detectors[name], f"detectors.{name}") for name in audit.detectors}
+    strategies = mitigation_strategies(cfg)
     settings = V.Settings(float(audit.alpha), int(audit.n_boot), float(audit.confidence), int(cfg.seed))
     nonmembers, about_nonmembers = nonmember_items(domain, str(audit.nonmembers))
     target = AuditedModel(str(audit.target), cfg, domain)
@@ -291,7 +306,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         for v in readings:
             log.info("audit %s: %s = %s -> %s", v.name, v.statistic, _fmt(v.value), v.verdict)
     mark = time.perf_counter()
-    mitigation, mitigation_extra = _mitigation(cfg, target, domain, settings, progress)
+    mitigation, mitigation_extra = _mitigation(strategies, target, domain, settings, progress)
     found += mitigation
     results: dict[str, Any] = {
         "config": OmegaConf.to_container(cfg, resolve=True),

@@ -51,6 +51,11 @@ class Settings:
     confidence: float = 0.95
     seed: int = 0
 
+    def draws(self, *sizes: int) -> list[np.ndarray]:
+        """Bootstrap index draws ``[n_boot, size]`` for each group size, in order, from one generator."""
+        rng = np.random.default_rng(self.seed)
+        return [rng.integers(0, size, (self.n_boot, size)) for size in sizes]
+
 
 @dataclass
 class Verdict:
@@ -102,7 +107,7 @@ def bootstrap_mean(values: Sequence[float], settings: Settings = Settings()) -> 
     v = _finite(values)
     if not v.size:
         return None, None
-    idx = np.random.default_rng(settings.seed).integers(0, v.size, (settings.n_boot, v.size))  # [B, N]
+    (idx,) = settings.draws(v.size)  # [B, N]
     return float(v.mean()), percentile_interval(v[idx].mean(axis=1), settings.confidence)
 
 
@@ -181,12 +186,6 @@ def codec_against_references(
 
 
 # -- AUROC of two groups ----------------------------------------------------------------------------------------------
-def _draws(n_pos: int, n_neg: int, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(settings.seed)
-    b = settings.n_boot
-    return rng.integers(0, n_pos, (b, n_pos)), rng.integers(0, n_neg, (b, n_neg))
-
-
 def membership_test(
     members: Sequence[float],
     nonmembers: Sequence[float],
@@ -209,7 +208,7 @@ def membership_test(
     if not pos.size or not neg.size:
         return Verdict(name, "AUROC benchmark vs reference items", None, None, None, "no scored items", None)
     auc = float(auroc_draws(pos, neg, np.arange(pos.size)[None], np.arange(neg.size)[None])[0])
-    interval = percentile_interval(auroc_draws(pos, neg, *_draws(pos.size, neg.size, settings)), settings.confidence)
+    interval = percentile_interval(auroc_draws(pos, neg, *settings.draws(pos.size, neg.size)), settings.confidence)
     p = float(mannwhitneyu(pos, neg, alternative="greater").pvalue)
     flagged = p < settings.alpha
     verdict = (
@@ -268,7 +267,7 @@ def membership_vs_references(
         return Verdict(name, statistic, None, None, None, "no item scored by every model", None)
     full = (np.arange(mem.shape[1])[None], np.arange(non.shape[1])[None])
     aucs = np.array([auroc_draws(mem[k], non[k], *full)[0] for k in range(len(models))])  # [M]
-    idx = _draws(mem.shape[1], non.shape[1], settings)
+    idx = settings.draws(mem.shape[1], non.shape[1])
     boot = np.stack([auroc_draws(mem[k], non[k], *idx) for k in range(len(models))])  # [M, B]
     diff = boot[0] - boot[1:].max(axis=0)  # [B]
     best = float(aucs[1:].max())
@@ -342,7 +341,7 @@ def benbench_delta_test(
         return Verdict(name, f"Δ {metric} (%)", None, None, None, "no item with a paraphrase scored", None)
     n = int(keep.sum())
     deltas = [relative_drop(metric, float(o.mean()), float(r.mean())) for o, r in zip(ori, ref)]
-    idx = np.random.default_rng(settings.seed).integers(0, n, (settings.n_boot, n))
+    (idx,) = settings.draws(n)
     boot = np.stack([_delta_draws(metric, o, r, idx) for o, r in zip(ori, ref)])  # [M, B]
     detail = {"delta": deltas[0], "ori": float(ori[0].mean()), "ref": float(ref[0].mean())}
     if not np.isfinite(deltas[0]):
@@ -403,8 +402,8 @@ def delta_train_test(
     value = relative_drop(metric, parts[0][0].mean(), parts[0][1].mean()) - relative_drop(
         metric, parts[1][0].mean(), parts[1][1].mean()
     )
-    rng = np.random.default_rng(settings.seed)
-    draws = [_delta_draws(metric, o, r, rng.integers(0, o.size, (settings.n_boot, o.size))) for o, r in parts]
+    idx = settings.draws(parts[0][0].size, parts[1][0].size)
+    draws = [_delta_draws(metric, o, r, i) for (o, r), i in zip(parts, idx)]
     diff = draws[0] - draws[1]
     diff = diff[np.isfinite(diff)]
     if not np.isfinite(value):
@@ -490,7 +489,7 @@ def mitigation_share(
     """
     a, b = np.asarray(identity, np.float64), np.asarray(mitigated, np.float64)
     s_id, s_mit = float(a.mean()), float(b.mean())
-    idx = np.random.default_rng(settings.seed).integers(0, a.size, (settings.n_boot, a.size))
+    (idx,) = settings.draws(a.size)
     ia, ib = a[idx].mean(axis=1), b[idx].mean(axis=1)  # [B]
     with np.errstate(divide="ignore", invalid="ignore"):
         shares = (ia - ib) / ia
