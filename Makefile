@@ -65,16 +65,15 @@ calibrate: train ## Check the default world's calibration targets (prints the nu
 # make reproduce: the whole study on the default world. Two evaluation streams run side by side (one torch thread
 # each: the 2-core budget); every stream shares the sample cache, so each model × strategy is sampled once.
 REPRO ?= outputs/reproduce
-# The world: the default (v1) or world v2 (`make reproduce ARITH=arith_v2 PQ=arith_pq_v2 REPRO=outputs/reproduce_v2`)
+# The world: the default (v2) or world v1 (`make reproduce ARITH=arith_v1 PQ=arith_pq_v1 REPRO=outputs/reproduce_v1`)
 ARITH ?= arith
 PQ ?= arith_pq
 EVAL = $(PY) evaluate.py --multirun progress=false
 REPRO_SWEEP = hydra.sweep.dir=$(REPRO)
 
 reproduce: $(STAMP) ## The whole study on the default world -> outputs/reproduce/report.md (tables, figures, detectors)
-	# base -> clean -> contaminated on arith; stream 2 trains the arith_pq contaminated model (about a minute) itself.
-	# Two base threads, as the README's numbers were measured: the default (auto) takes one on a busy machine, whose
-	# world passes the same calibration but differs in float rounding (README, "World v2").
+	# base -> clean -> contaminated on arith; stream 2 trains the arith_pq contaminated model itself. Two base
+	# threads, as docs/results.md was measured: other thread counts give the same keys but other float rounding.
 	$(PY) train.py domain=$(ARITH) base.num_threads=2
 	mkdir -p $(REPRO)
 	$(MAKE) --no-print-directory -j2 _repro-arith _repro-arith_pq

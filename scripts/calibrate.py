@@ -5,20 +5,23 @@
 
 Targets (a): the clean model's greedy accuracy in [0.25, 0.75]; its solve probabilities (m >= 16, tau 0.7) occupy at
 least 5 of 10 equal-width bins with >= 5% of questions each; the contaminated model beats the clean one on leaked
-questions by >= 0.3 in mean solve probability and differs by < 0.1 on unleaked ones.
+questions by >= 0.3 in mean solve probability (>= 0.25 for a paraphrased leak, ``leak_style: pq``, which transfers
+less) and differs by < 0.1 on unleaked ones.
 
 World diagnostics (``--diagnostics``, on by default; properties of real LMs the methods rely on, analysis/world.py):
 (b) CoDeC in its default configuration: the clean model's dataset score in [0.3, 0.6], and the contaminated model's
 score on the leaked half >= 0.15 above the clean model's; (c) sample variety: on questions the clean model solves with
 r̂ >= 0.5, the median share of distinct texts among its correct samples >= 0.8; (d) runner-up survival of the clean
-model (10 random steps per greedy-correct question, forced runner-up, greedy continuation) >= 0.75; (e) Figure 1:
+model (10 random steps per greedy-correct question, forced runner-up, greedy continuation) inside the 95% Wilson
+interval of a real model's survival (the reference below); (e) Figure 1:
 leaked samples closer to their greedy trajectory than unleaked ones (ROUGE-L difference interval above 0), and the
 runner-up share over the first ten steps (reported).
 
     python scripts/calibrate.py --reference --max-questions 400 model=smollm2 domain=gsm8k
 
 measures (d) on a real model instead: the packaged SmolLM2 with the 8-shot prompt, on the questions it solves
-greedily among the first 400 (no target; the README shows it beside the world's).
+greedily among the first 400. Its branch counts are target (d)'s reference: the file it writes when there is one,
+else the counts of that command as measured for this project (``REFERENCE``, docs/world.md).
 
 Prints the numbers and writes outputs/calibration/<model>-<domain>-seed<seed>.json. Exit status 1 when a target is
 missed.
@@ -42,8 +45,25 @@ from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json
 from contamlab.jobs.common import model_store, sampling_setup
 
-RUNNER_UP_TARGET = 0.75
 VARIETY_TARGET = 0.8
+LEAK_TARGET = {"base": 0.3, "pq": 0.25}  # by domain.leak_style
+# (d)'s reference: SmolLM2-135M-Instruct on GSM8K, runner-up branches that still reach the right answer, as
+# `python scripts/calibrate.py --reference --max-questions 400 model=smollm2 domain=gsm8k` measured them (seed 0).
+REFERENCE = {"model": "smollm2", "domain": "gsm8k", "correct_branches": 41, "branches": 70}
+
+
+def reference_interval(path: Path) -> tuple[dict, tuple[float, float]]:
+    """(d)'s reference counts (the ``--reference`` run's file when it exists, else :data:`REFERENCE`) and their 95%
+    Wilson interval."""
+    from scipy.stats import binomtest
+
+    ref = dict(REFERENCE, source="REFERENCE")
+    if path.is_file():
+        survival = json.loads(path.read_text())["runner_up_survival"]
+        ref = {**ref, "correct_branches": survival["correct_branches"], "branches": survival["branches"]}
+        ref["source"] = str(path)
+    ci = binomtest(int(ref["correct_branches"]), int(ref["branches"])).proportion_ci(0.95, method="wilson")
+    return ref, (float(ci.low), float(ci.high))
 
 
 def _sampler(cfg, domain, source: str):
@@ -87,8 +107,8 @@ def figure1_stats(cfg, domain, clean_greedy, contaminated_samples, source: str, 
     return diagnostics.figure1_summary(rouge, ranks, leaked)
 
 
-def world_diagnostics(cfg, domain, leaked, clean_src, cont_src, clean_run, cont_run) -> tuple[dict, dict]:
-    """(b)-(e) and their pass/fail checks."""
+def world_diagnostics(cfg, domain, leaked, clean_src, cont_src, clean_run, cont_run, reference) -> tuple[dict, dict]:
+    """(b)-(e) and their pass/fail checks; ``reference`` is (d)'s (counts, Wilson interval)."""
     from contamlab.analysis.world import sample_variety
 
     clean_greedy, clean_samples = clean_run
@@ -110,11 +130,13 @@ def world_diagnostics(cfg, domain, leaked, clean_src, cont_src, clean_run, cont_
     variety = sample_variety(clean_samples)
     survival = runner_up(_sampler(cfg, domain, clean_src), domain, domain.test, clean_greedy, int(cfg.seed))
     fig1 = figure1_stats(cfg, domain, clean_greedy, cont_samples, cont_src, leaked)
+    low, high = reference[1]
     diff_ci = fig1.get("rouge_l_diff_ci", [float("nan"), float("nan")])
     out = {
         "codec": codec,
         "sample_variety": {k: v for k, v in variety.items() if k != "shares"},
         "runner_up_survival": survival,
+        "runner_up_reference": {**reference[0], "wilson_95": list(reference[1])},
         "figure1": fig1,
     }
     checks = {
@@ -124,7 +146,7 @@ def world_diagnostics(cfg, domain, leaked, clean_src, cont_src, clean_run, cont_
         >= 0.15,
         f"(c) sample variety: median distinct share >= {VARIETY_TARGET}": variety["median_distinct_share"]
         >= VARIETY_TARGET,
-        f"(d) runner-up survival >= {RUNNER_UP_TARGET}": survival["survival"] >= RUNNER_UP_TARGET,
+        f"(d) runner-up survival inside the reference's [{low:.3f}, {high:.3f}]": low <= survival["survival"] <= high,
         "(e) leaked samples closer to greedy than unleaked (ROUGE-L diff > 0)": diff_ci[0] > 0,
     }
     return out, checks
@@ -143,6 +165,12 @@ def print_diagnostics(diag: dict) -> None:
         f"{r['questions']} greedy-correct q)"
     )
     print_kinds(r)
+    ref = diag["runner_up_reference"]
+    print(
+        f"    reference: {ref['model']} on {ref['domain']}, {ref['correct_branches'] / ref['branches']:.3f} "
+        f"({ref['correct_branches']} of {ref['branches']}), Wilson 95% [{ref['wilson_95'][0]:.3f}, "
+        f"{ref['wilson_95'][1]:.3f}] ({ref['source']})"
+    )
     lk, ul = f["leaked"], f["unleaked"]
     print(
         f"(e) Figure 1                ROUGE-L leaked {lk['rouge_l_mean']:.3f} vs unleaked {ul['rouge_l_mean']:.3f} "
@@ -239,10 +267,12 @@ def main() -> int:
         share = bins / len(s_cl)
         d_leak = s_co[leaked].mean() - s_cl[leaked].mean()
         d_unleak = s_co[~leaked].mean() - s_cl[~leaked].mean()
+        style = getattr(domain, "leak_style", "base")
+        leak_target = LEAK_TARGET[style]
         checks = {
             "clean greedy accuracy in [0.25, 0.75]": 0.25 <= g_cl.mean() <= 0.75,
             ">= 5 of 10 solve-probability bins hold >= 5%": int((share >= 0.05).sum()) >= 5,
-            "leaked: contaminated - clean >= 0.3": d_leak >= 0.3,
+            f"leaked: contaminated - clean >= {leak_target} ({style} leak)": d_leak >= leak_target,
             "unleaked: |contaminated - clean| < 0.1": abs(d_unleak) < 0.1,
         }
         report = {
@@ -271,7 +301,12 @@ def main() -> int:
             "checks": checks,
         }
         if args.diagnostics:
-            diag, diag_checks = world_diagnostics(cfg, domain, leaked, clean_src, cont_src, clean_run, cont_run)
+            reference = reference_interval(
+                Path(cfg.paths.root_dir) / "outputs" / "calibration" / "reference-smollm2-gsm8k.json"
+            )
+            diag, diag_checks = world_diagnostics(
+                cfg, domain, leaked, clean_src, cont_src, clean_run, cont_run, reference
+            )
             report["diagnostics"] = diag
             report["checks"] = checks = {**checks, **diag_checks}
         report = json.loads(json.dumps(report, default=float))

@@ -9,9 +9,18 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("CONTAMLAB_DATA_DIR", REPO.parent / "shared" / "data"))
 
 
+@pytest.fixture(scope="session")
+def _root(tmp_path_factory) -> Path:
+    """Where the entry points' default paths (outputs/models, outputs/cache, Hydra's run dirs) lead in tests."""
+    return tmp_path_factory.mktemp("root")
+
+
 @pytest.fixture(autouse=True)
-def _env(monkeypatch):
-    """Tests run offline, W&B off, with the shared data copy."""
+def _env(monkeypatch, _root):
+    """Tests run offline, W&B off, with the shared data copy, and never write into the checkout's outputs/."""
+    monkeypatch.setenv("CONTAMLAB_ROOT", str(_root))
+    for name in ("CONTAMLAB_MODELS_DIR", "CONTAMLAB_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CONTAMLAB_DATA_DIR", str(DATA))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
@@ -35,11 +44,30 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.path.name not in ("test_world_detection.py", "test_audit_e2e.py"))
 
 
+def _outputs_state() -> dict[str, float]:
+    root = REPO / "outputs"
+    return {str(p): p.stat().st_mtime for p in root.rglob("*") if p.is_file()} if root.is_dir() else {}
+
+
 def pytest_configure(config):
     # Small models gain nothing from a second thread, and lose a lot when another process holds a core.
     import torch
 
     torch.set_num_threads(1)
+    if not hasattr(config, "workerinput"):  # the controlling process (or the only one)
+        config._outputs_before = _outputs_state()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run if a test wrote into the checkout's outputs/ (the user's models, caches and reports live there)."""
+    before = getattr(session.config, "_outputs_before", None)
+    if before is None:
+        return
+    after = _outputs_state()
+    touched = sorted(p for p, mtime in after.items() if before.get(p) != mtime)
+    if touched:
+        print(f"\ntests wrote into {REPO / 'outputs'}: {touched[:10]}{' ...' if len(touched) > 10 else ''}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

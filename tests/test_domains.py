@@ -136,7 +136,8 @@ def test_answer_budget_is_the_domains():
     """evaluate.py's max_new_tokens defaults to the domain's budget; a bad budget names the field."""
     from contamlab.config import compose
 
-    assert compose("evaluate", ["domain=arith"]).max_new_tokens == 128
+    assert compose("evaluate", ["domain=arith"]).max_new_tokens == 192
+    assert compose("evaluate", ["domain=arith_v1"]).max_new_tokens == 128
     assert compose("evaluate", ["domain=gsm8k"]).max_new_tokens == 256
     assert compose("evaluate", ["domain=arith", "max_new_tokens=64"]).max_new_tokens == 64
     with pytest.raises(ContamlabError, match="domain.max_new_tokens"):

@@ -15,8 +15,11 @@ PINNED = [
     ("pythia", "gsm8k", "clean-71731acde4fd", "contaminated-gsm8k-85cee6d53456"),
     ("llama2", "pq", "clean-c8eca6f2430b", "contaminated-pq-c50bec00e388"),
     ("gemma", "gsm8k", "clean-442523fc8f99", "contaminated-gsm8k-15ead520df0b"),
-    ("tiny", "arith", "clean-f1950cf56f2a", "contaminated-arith-8fcb0747d5a4"),
-    ("tiny", "arith_pq", "clean-f1950cf56f2a", "contaminated-arith_pq-202df91c5555"),
+    # The default world (v2) and world v1 (named arith_v1 since v2 became the default: its clean model kept its key).
+    ("tiny", "arith", "clean-827b63882173", "contaminated-arith-b11e15129dae"),
+    ("tiny", "arith_pq", "clean-827b63882173", "contaminated-arith_pq-854d40bda7f5"),
+    ("tiny", "arith_v1", "clean-f1950cf56f2a", "contaminated-arith_v1-88a09097234c"),
+    ("tiny", "arith_pq_v1", "clean-f1950cf56f2a", "contaminated-arith_pq_v1-26a81144ac33"),
 ]
 
 

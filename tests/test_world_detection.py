@@ -1,9 +1,9 @@
 """A verbatim leak is detectable: the loss detector separates leaked from unleaked questions on the contaminated
 model, and not on the clean control.
 
-Two worlds: a small one trained into a temporary directory (the default tier, about 30 s), and the calibrated
-default world (``slow``: ``make test-slow``; ``make calibrate`` and ``make reproduce`` check it too), trained with the
-real ``train.py`` into the repository's ``outputs/models``, where ``make train`` and ``make reproduce`` put it.
+Two worlds, each trained by the real ``train.py`` into a temporary directory: the small one (e2e.SMALL_WORLD, the
+default tier), and the calibrated default world (``slow``: ``make test-slow``; ``make calibrate`` and ``make
+reproduce`` check it too).
 """
 
 import csv
@@ -18,9 +18,11 @@ from sklearn.metrics import roc_auc_score
 
 
 @pytest.fixture(scope="session")
-def default_world():
-    train_world(REPO, "hydra.run.dir=outputs/hydra-test")
-    return REPO
+def default_world(tmp_path_factory):
+    """The calibrated default world, trained by the real train.py with its defaults (about 7 minutes on 2 cores)."""
+    tmp = tmp_path_factory.mktemp("default-world")
+    train_world(tmp, f"paths.models_dir={tmp / 'models'}", f"hydra.run.dir={tmp / 'hydra'}")
+    return tmp
 
 
 def _loss_detection(cwd, tmp_path, *overrides: str) -> dict:
@@ -57,7 +59,7 @@ def test_loss_detector_on_a_small_world(small_world, tmp_path):
 
 @pytest.mark.slow
 def test_loss_detector_on_the_calibrated_world(default_world, tmp_path):
-    det = _loss_detection(REPO, tmp_path)
+    det = _loss_detection(default_world, tmp_path, f"paths.models_dir={default_world / 'models'}")
     assert det["counts"]["questions"] == 200 and det["counts"]["leaked"] == 100
     assert det["contaminated"]["auroc"] >= 0.6, det["contaminated"]
     assert 0.35 <= det["clean"]["auroc"] <= 0.65, det["clean"]

@@ -1,13 +1,17 @@
 """World v2: chain-of-thought renderings, web-like pretraining forms, world diagnostics, a portable model key."""
 
 import re
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from contamlab.analysis.world import runner_up_tokens, sample_variety, survival_by_kind, token_kind
-from contamlab.config import auto_threads, build_domain, compose
+from contamlab.config import auto_threads, build_domain, busy_cores, compose
 from contamlab.data.answers import is_correct
 from contamlab.data.arith import ArithConfig, generate, render
 from contamlab.data.arith_cot import render_cot, slip, web_documents
@@ -95,19 +99,21 @@ def test_web_documents_slip_the_given_share_of_solutions():
 
 def test_v2_domain_never_pretrains_on_a_test_item():
     domain = build_domain(
-        compose("train", ["domain=arith_v2", "domain.generator.n_train=300", "domain.generator.n_test=40"]).domain
+        compose("train", ["domain=arith", "domain.generator.n_train=300", "domain.generator.n_test=40"]).domain
     )
     docs = "\n".join(corpus.base_documents(domain, 100, 0))
     assert not any(q.question in docs for q in domain.test)
     assert all(q.solution == render_cot(p, 0)[1] for q, p in zip(domain.test, domain.problems[1]))
     assert "\n\n" in docs and "Question: " in docs
-    v1 = build_domain(compose("train", ["domain.generator.n_train=300", "domain.generator.n_test=40"]).domain)
+    v1 = build_domain(
+        compose("train", ["domain=arith_v1", "domain.generator.n_train=300", "domain.generator.n_test=40"]).domain
+    )
     assert "solutions" not in v1.fingerprint() and domain.fingerprint()["solutions"] == "cot"
 
 
 def test_v1_paraphrased_pretraining_keeps_the_original_solution():
     """World v1's paraphrased pretraining documents pair the reworded question with the original solution (as PQ)."""
-    overrides = ["domain.generator.n_train=50", "domain.generator.n_test=10"]
+    overrides = ["domain=arith_v1", "domain.generator.n_train=50", "domain.generator.n_test=10"]
     domain = build_domain(compose("train", overrides).domain)
     extras = domain.paraphrased_train()
     assert [q.solution for q in extras] == [render(p, "base")[1] for p in domain.problems[0]]
@@ -124,12 +130,20 @@ def test_model_key_does_not_depend_on_the_thread_count():
 
 def test_auto_threads_takes_the_idle_cores(monkeypatch):
     monkeypatch.setattr("os.cpu_count", lambda: 2)
-    monkeypatch.setattr("os.getloadavg", lambda: (0.1, 0.0, 0.0))
-    assert auto_threads() == 2
-    monkeypatch.setattr("os.getloadavg", lambda: (1.2, 0.0, 0.0))
-    assert auto_threads() == 1
-    monkeypatch.setattr("os.getloadavg", lambda: (5.0, 0.0, 0.0))
-    assert auto_threads() == 1
+    for busy, threads in ((0.1, 2), (1.2, 1), (5.0, 1)):
+        monkeypatch.setattr("contamlab.config.busy_cores", lambda busy=busy: busy)
+        assert auto_threads() == threads
+
+
+@pytest.mark.skipif(not Path("/proc/stat").is_file(), reason="reads /proc/stat (Linux)")
+def test_busy_cores_sees_a_spinning_process():
+    # A process spinning on one core must count as about one busy core, whatever else the machine does.
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        assert busy_cores(0.5) >= 0.7
+    finally:
+        spinner.kill()
 
 
 def test_sample_variety_by_hand():
@@ -193,7 +207,7 @@ def test_runner_up_tokens_against_a_direct_pass():
 def test_slips_need_web_forms_and_a_share():
     from contamlab.errors import ContamlabError
 
-    for bad in (["domain=arith_v2", "domain.web_forms=false"], ["domain=arith_v2", "domain.slips=1.5"]):
+    for bad in (["domain=arith", "domain.web_forms=false"], ["domain=arith", "domain.slips=1.5"]):
         with pytest.raises(ContamlabError, match="domain.slips="):
             build_domain(compose("train", bad).domain)
-    assert build_domain(compose("train", ["domain=arith_v2"]).domain).slips == 0.5
+    assert build_domain(compose("train", ["domain=arith"]).domain).slips == 0.5
