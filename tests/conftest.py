@@ -59,15 +59,22 @@ def pytest_configure(config):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Fail the run if a test wrote into the checkout's outputs/ (the user's models, caches and reports live there)."""
+    """Fail the run (in CI) if a test wrote into the checkout's outputs/, where the user's models and reports live."""
     before = getattr(session.config, "_outputs_before", None)
     if before is None:
         return
     after = _outputs_state()
     touched = sorted(p for p, mtime in after.items() if before.get(p) != mtime)
     if touched:
-        print(f"\ntests wrote into {REPO / 'outputs'}: {touched[:10]}{' ...' if len(touched) > 10 else ''}")
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        # A failure in CI (a clean clone, nothing else running); a warning elsewhere, where a train.py or evaluate.py
+        # of the user's own may be writing there beside the tests.
+        strict = bool(os.environ.get("CI"))
+        print(
+            f"\n{'ERROR' if strict else 'warning'}: files under {REPO / 'outputs'} changed during the tests: ", end=""
+        )
+        print(f"{touched[:10]}{' ...' if len(touched) > 10 else ''}")
+        if strict:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

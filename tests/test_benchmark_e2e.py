@@ -17,7 +17,7 @@ def audit(tmp, *overrides: str, tag: str = "audit", world: bool = True):
     args = [
         sys.executable,
         str(REPO / "audit.py"),
-        *[o for o in TINY if not o.startswith("trainer.") and (world or not o.startswith("domain."))],
+        *[o for o in TINY if not o.startswith("trainer.") and (world or not o.lstrip("+").startswith("domain."))],
         f"paths.models_dir={tmp / 'models'}",
         f"paths.cache_dir={tmp / 'cache'}",
         "m=4",

@@ -1,6 +1,7 @@
 """Tiny end-to-end runs of the real train.py entry point (seconds each)."""
 
 import json
+import math
 import signal
 import subprocess
 import sys
@@ -26,7 +27,7 @@ def test_first_run_writes_all_stages(trained):
     from contamlab.config import build_domain, compose
     from contamlab.models.store import read_training_texts
 
-    domain = build_domain(compose("train", [o for o in TINY if o.startswith("domain.")]).domain)
+    domain = build_domain(compose("train", [o for o in TINY if o.lstrip("+").startswith("domain.")]).domain)
     leaked = [q.question for q in domain.test if q.id in set(split["leaked"])]
     unleaked = [q.question for q in domain.test if q.id in set(split["unleaked"])]
     records = {stage: "\n".join(read_training_texts(path)) for stage, path in dirs.items()}
@@ -124,12 +125,17 @@ def test_calibration_script_runs(trained):
     verdicts = {
         "clean greedy accuracy in [0.25, 0.75]": 0.25 <= report["clean_greedy_accuracy"] <= 0.75,
         ">= 5 of 10 solve-probability bins hold >= 5%": sum(s >= 0.05 for s in share) >= 5,
-        "leaked: contaminated - clean >= 0.3": report["leaked_gain"] >= 0.3,
+        "leaked: contaminated - clean >= 0.3 (base leak)": report["leaked_gain"] >= 0.3,
         "unleaked: |contaminated - clean| < 0.1": abs(report["unleaked_gain"]) < 0.1,
     }
     diag = report["diagnostics"]
     codec, survival = diag["codec"], diag["runner_up_survival"]
     low = (diag["figure1"].get("rouge_l_diff_ci") or [None])[0]
+    # (d)'s reference: SmolLM2's 41 of 70 surviving branches, Wilson's 95% interval by its formula
+    z, n, p = 1.959964, 70, 41 / 70
+    centre, half = (p + z * z / (2 * n)), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    ref_low, ref_high = (centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n)
+    assert diag["runner_up_reference"]["wilson_95"] == pytest.approx([ref_low, ref_high], abs=1e-6)
     verdicts.update(
         {
             "(b) CoDeC clean dataset score in [0.3, 0.6]": 0.3 <= codec["clean_dataset_score"] <= 0.6,
@@ -138,7 +144,9 @@ def test_calibration_script_runs(trained):
             >= 0.15,
             "(c) sample variety: median distinct share >= 0.8": (diag["sample_variety"]["median_distinct_share"] or 0)
             >= 0.8,
-            "(d) runner-up survival >= 0.75": (survival["survival"] or 0) >= 0.75,
+            f"(d) runner-up survival inside the reference's [{ref_low:.3f}, {ref_high:.3f}]": ref_low
+            <= (survival["survival"] or 0)
+            <= ref_high,
             "(e) leaked samples closer to greedy than unleaked (ROUGE-L diff > 0)": low is not None and low > 0,
         }
     )

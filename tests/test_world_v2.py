@@ -211,3 +211,14 @@ def test_slips_need_web_forms_and_a_share():
         with pytest.raises(ContamlabError, match="domain.slips="):
             build_domain(compose("train", bad).domain)
     assert build_domain(compose("train", ["domain=arith"]).domain).slips == 0.5
+
+
+def test_nonmembers_are_rendered_as_the_test_items():
+    """The audit's generated non-members differ from the benchmark only in membership, not in form: chain-of-thought
+    solutions in world v2 (a terse one would tell them apart for any model), calculator markup in world v1."""
+    small = ["domain.generator.n_train=50", "domain.generator.n_test=20"]
+    for name, markup in (("arith", False), ("arith_v1", True)):
+        domain = build_domain(compose("train", [f"domain={name}", *small]).domain)
+        fresh = domain.nonmember_questions(10)
+        assert all(("<<" in q.solution) == markup for q in [*fresh, *domain.test])
+        assert not {q.question for q in fresh} & {q.question for q in domain.test}

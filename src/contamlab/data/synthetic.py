@@ -102,10 +102,14 @@ class ArithDomain(Domain):
             for p in self.problems[0]
         ]
 
+    def _test_item(self, problem: ArithProblem, qid: str | None = None) -> Question:
+        # A benchmark item as the test set renders it: base wording, the fixed reference solution (cot variant 0).
+        text, terse = render(problem, "base")
+        solution = terse if self.solutions == "terse" else self._solution(problem, 0)
+        return Question(qid or problem.uid, text, solution, str(problem.answer))
+
     def _load_test(self) -> list[Question]:
-        if self.solutions == "terse":
-            return [_question(p, "base") for p in self.problems[1]]
-        return [Question(p.uid, render(p, "base")[0], self._solution(p, 0), str(p.answer)) for p in self.problems[1]]
+        return [self._test_item(p) for p in self.problems[1]]
 
     def _load_leak_texts(self, test: list[Question]) -> list[Question]:
         if self.leak_style == "base":
@@ -155,8 +159,9 @@ class ArithDomain(Domain):
     def nonmember_questions(self, n: int, seed: int = 1) -> list[Question]:
         """``n`` problems no model of this world trained on: drawn from another generator seed (ReCaLL's prefixes).
 
-        They come from the test stream of generator seed ``generator.seed + 1000 + seed``, rendered in the base
-        style; a draw whose text equals a train or test problem's text is skipped.
+        They come from the test stream of generator seed ``generator.seed + 1000 + seed``, rendered as the test items
+        are (base wording; in world v2 the test items' chain-of-thought rendering, so that only membership tells the
+        two apart); a draw whose text equals a train or test problem's text is skipped.
         """
         from dataclasses import replace
 
@@ -164,7 +169,7 @@ class ArithDomain(Domain):
         own = {render(p, "base")[0] for p in (*train, *test)}
         fresh = generate(replace(self.generator, seed=self.generator.seed + 1000 + int(seed), n_train=0, n_test=n + 20))
         chosen = [p for p in fresh[1] if render(p, "base")[0] not in own][:n]
-        return [Question(f"nonmember-{i:03d}", *render(p, "base"), str(p.answer)) for i, p in enumerate(chosen)]
+        return [self._test_item(p, f"nonmember-{i:03d}") for i, p in enumerate(chosen)]
 
     def paraphrased_train(self) -> list[Question]:
         """Training problems with the question in the paraphrase wording and the original solution (as in PQ)."""
