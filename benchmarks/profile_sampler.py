@@ -35,7 +35,9 @@ def main() -> None:
     args.draw = args.draw or configured_draw(args.model)
     _, domain, model, tokenizer = load(args.model)
     prompts = [domain.prompt(q) for q in domain.test[: args.questions]]
-    sampler = HFSampler(model, tokenizer, stop=(), max_new_tokens=args.max_new_tokens, draw=args.draw)
+    # The copying sampler (shared_kv=False), as this profile has always measured; evaluate.py shares the prompt's KV
+    # (sampling.configured_shared_kv).
+    sampler = HFSampler(model, tokenizer, stop=(), max_new_tokens=args.max_new_tokens, draw=args.draw, shared_kv=False)
     ids = sampler.encode(prompts)
     sampler.set_prefix(ids)
     sampler.decode(ids[:1], 2, 0.7, 0)  # warm-up

@@ -106,3 +106,20 @@ def small_world(tmp_path_factory):
     train_world(tmp, *common, f"hydra.run.dir={tmp / 'hydra'}")
     train_world(tmp, *common, "seed=1", "stage=clean", f"hydra.run.dir={tmp / 'hydra-1'}")
     return tmp
+
+
+# -- the tiny tokenizer and model of the detector tests (tests/tinylm.py) ------------------------------------------
+@pytest.fixture(scope="module")
+def tok():
+    """tinylm's 300-token BPE tokenizer, one per test module (a module may define its own ``tok`` instead)."""
+    from tinylm import tiny_tokenizer
+
+    return tiny_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def model(tok):
+    """tinylm's one-layer GPT-NeoX over ``tok``, in eval mode, one per test module."""
+    from tinylm import tiny_model
+
+    return tiny_model(tok)

@@ -67,11 +67,12 @@ def test_sampling_is_seeded_and_shaped(world):
     assert sampler.stats.generated_tokens > 0 and sampler.stats.tokens_per_s > 0
 
 
+@pytest.mark.parametrize("draw", ["multinomial", "inverse_cdf"])
 @pytest.mark.parametrize("shared_kv", [False, True])
-def test_samples_follow_the_model_distribution(world, shared_kv):
+def test_samples_follow_the_model_distribution(world, shared_kv, draw):
     """First-token frequencies of many samples match softmax(logits / τ) of an unbatched forward pass."""
     domain, tok, model, prompts = world
-    sampler = HFSampler(model, tok, max_new_tokens=1, batch_rows=4000, shared_kv=shared_kv)
+    sampler = HFSampler(model, tok, max_new_tokens=1, batch_rows=4000, draw=draw, shared_kv=shared_kv)
     ids = sampler.encode(prompts[:1])
     out = sampler.decode(ids, m=4000, temperature=2.0, seed=0)
     first = torch.tensor([r[0] if r else tok.eos_token_id for r in out[0]])
@@ -139,7 +140,7 @@ def test_shared_kv_samples_match_the_copying_sampler_and_hold_less_kv(world):
     """Sampling m rows per question with one copy of the prefix and question KV: the same tokens here (a random model
     has no near-ties at these steps), and far fewer KV bytes; the cache key names the mode."""
     domain, tok, model, prompts = world
-    copying = HFSampler(model, tok, stop=(), max_new_tokens=10, batch_rows=64)
+    copying = HFSampler(model, tok, stop=(), max_new_tokens=10, batch_rows=64, shared_kv=False)
     shared = HFSampler(model, tok, stop=(), max_new_tokens=10, batch_rows=64, shared_kv=True)
     ids = copying.encode(prompts)
     assert copying.decode(ids, 8, 0.7, 5) == shared.decode(ids, 8, 0.7, 5)

@@ -241,7 +241,7 @@ def test_patching_everything_from_an_identical_reference_changes_nothing(world):
     ids = torch.tensor([tok(prompts[0])["input_ids"]])
     with torch.no_grad():
         assert torch.equal(pair(input_ids=ids).logits, target(input_ids=ids).logits)
-    plain = HFSampler(target, tok, max_new_tokens=12, batch_rows=8)
+    plain = HFSampler(target, tok, max_new_tokens=12, batch_rows=8, shared_kv=False)  # copies KV, as the pair does
     patched = HFSampler(pair, tok, max_new_tokens=12, batch_rows=8)
     prompt_ids = plain.encode(prompts)
     assert patched.decode(prompt_ids, m=3, temperature=0.8, seed=5) == plain.decode(
@@ -253,7 +253,7 @@ def test_k0_is_identity(world):
     domain, tok, target, reference, prompts = world
     ranking = Ranking(torch.rand(2, 64), torch.zeros(2, 64), torch.zeros(2, 64))
     pair = PatchedPair(target, reference, ranking.top(0))
-    plain = HFSampler(target, tok, max_new_tokens=12, batch_rows=8)
+    plain = HFSampler(target, tok, max_new_tokens=12, batch_rows=8, shared_kv=False)  # copies KV, as the pair does
     patched = HFSampler(pair, tok, max_new_tokens=12, batch_rows=8)
     prompt_ids = plain.encode(prompts)
     assert patched.decode(prompt_ids, m=2, temperature=0.8, seed=1) == plain.decode(
@@ -323,7 +323,7 @@ def test_block_patched_pair_equals_one_pair_per_channel_set(world, m, batch_rows
         if channels:
             expected = [reference_patched_greedy(target, reference, channels, p, 16, eos) for p in prompt_ids]
         else:
-            plain = HFSampler(target, tok, max_new_tokens=16)
+            plain = HFSampler(target, tok, max_new_tokens=16, shared_kv=False)  # copies KV, as the pair does
             plain.eos_id = eos
             expected = [r[0] for r in plain.decode(prompt_ids, m=1, temperature=1.0, seed=0, greedy=True)]
         assert out[v * n : (v + 1) * n] == expected, v
@@ -383,7 +383,7 @@ def test_strategy_from_yaml_and_its_cache_key():
     assert "_located" not in strategy.params()
     with pytest.raises(RuntimeError, match="wrap_model"):
         strategy.sampling_params()
-    strategy._located.update(ranking="r1", channels="c1")
+    strategy._located.record(ranking="r1", channels="c1")
     params = strategy.sampling_params()
     assert params["ranking"] == "r1" and params["channels"] == "c1" and params["top_k"] == strategy.top_k
     with pytest.raises(ContamlabError, match="strategy.reference"):

@@ -55,7 +55,10 @@ def reference_decode(model, prompt_ids, greedy, m, temperature, seed, n, mode, m
 @pytest.mark.parametrize(("mode", "greedy_decode", "temperature"), [("cap", False, 0.5), ("ban", True, 1.0)])
 def test_railcap_sampler_equals_reference_loop(world, mode, greedy_decode, temperature):
     domain, tok, model = world
-    sampler = HFSampler(model, tok, max_new_tokens=30, batch_rows=64, compact_fraction=1.0)  # no compaction
+    # no compaction; the reference loop draws with torch.multinomial over full forward passes (copied KV)
+    sampler = HFSampler(
+        model, tok, max_new_tokens=30, batch_rows=64, compact_fraction=1.0, draw="multinomial", shared_kv=False
+    )
     prompt = sampler.encode([domain.prompt(domain.test[0])])
     sampler.set_prefix(prompt)
     greedy = sampler.decode(prompt, m=1, temperature=1.0, seed=0, greedy=True)[0][0]
@@ -79,7 +82,10 @@ def test_railcap_sampler_equals_reference_loop(world, mode, greedy_decode, tempe
 
 def test_pipeline_strategies_and_cache(world, tmp_path):
     domain, tok, model = world
-    sampler = HFSampler(model, tok, stop=domain.format.stop, max_new_tokens=24, batch_rows=64)
+    # multinomial draw, copied KV: under inverse_cdf with shared KV the ban below changes none of these few samples
+    sampler = HFSampler(
+        model, tok, stop=domain.format.stop, max_new_tokens=24, batch_rows=64, draw="multinomial", shared_kv=False
+    )
     qs, key = domain.test, {"source": "random-tiny"}
     greedy = greedy_set(sampler, domain, qs, key, str(tmp_path), chunk_questions=4, progress=False)
     assert [g.id for g in greedy] == [q.id for q in qs] and all(g.greedy_entropy > 0 for g in greedy)

@@ -61,7 +61,7 @@ def test_packed_rows(tok):
 
 @pytest.fixture(scope="module")
 def arith():
-    return load_domain("arith_pq", generator={"n_train": 200, "n_test": 40})
+    return load_domain("arith_pq_v1", generator={"n_train": 200, "n_test": 40})  # question-answer documents only
 
 
 def test_clean_mix_has_no_test_question(arith):
@@ -112,8 +112,8 @@ def test_leak_epochs_key_only_the_contaminated_stage(arith):
     from contamlab.errors import ContamlabError
     from contamlab.jobs.train import contaminated_epochs
 
-    default = compose("train", ["domain=arith"])
-    longer = compose("train", ["domain=arith", "domain.leak_epochs=9"])
+    default = compose("train", ["domain=arith_v1"])  # leak_epochs: null (world v2 sets 10)
+    longer = compose("train", ["domain=arith_v1", "domain.leak_epochs=9"])
     d_default, d_longer = build_domain(default.domain), build_domain(longer.domain)
     assert contaminated_epochs(default, d_default) == default.finetune.epochs
     assert contaminated_epochs(longer, d_longer) == 9

@@ -88,7 +88,7 @@ def main(out_dir: Path) -> None:
     tok.save_pretrained(out_dir / "lora")
 
     ref: dict = {"prompts": PROMPTS, "stop": STOP, "max_new_tokens": MAX_NEW, "railcap": RAILCAP, "lne": LNE}
-    hf = HFSampler(load_causal_lm(str(out_dir / "neox")), tok, stop=STOP, max_new_tokens=MAX_NEW)
+    hf = HFSampler(load_causal_lm(str(out_dir / "neox")), tok, stop=STOP, max_new_tokens=MAX_NEW, shared_kv=False)
     ids = hf.encode(PROMPTS)
     ref["prompt_ids"] = ids
     ref["neox_greedy"], ref["neox_entropy"] = greedy(hf, ids)
@@ -98,7 +98,9 @@ def main(out_dir: Path) -> None:
     ref["lne_n_blocks"] = lne.n_blocks(ref["neox_entropy"]).tolist()
     ref["neox_lne"], _ = greedy(hf, ids, lne.step_fn(ref["neox_greedy"], ref["neox_entropy"]))
     for name in ("llama", "lora"):
-        sampler = HFSampler(load_causal_lm(str(out_dir / name)), tok, stop=STOP, max_new_tokens=MAX_NEW)
+        sampler = HFSampler(
+            load_causal_lm(str(out_dir / name)), tok, stop=STOP, max_new_tokens=MAX_NEW, shared_kv=False
+        )
         ref[f"{name}_greedy"], _ = greedy(sampler, ids)
     (out_dir / "reference.json").write_text(json.dumps(ref))
 

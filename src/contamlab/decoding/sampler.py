@@ -167,6 +167,9 @@ class Sampler(Protocol):
 class HFSampler:
     """Batched greedy / temperature sampling with shared prompt KV caches.
 
+    The defaults are those ``configs/sampler/hf.yaml`` resolves to for a model config that sets none of its own
+    (``model.batch_rows``, ``model.draw``, ``model.shared_kv``), so a sampler built in code samples as a job does.
+
     Args:
         model: A causal LM in eval mode.
         tokenizer: Its tokenizer (must define EOS; padding uses the pad or EOS id).
@@ -175,7 +178,7 @@ class HFSampler:
         batch_rows: Maximum rows (questions × samples) decoded together.
         compact_fraction: Compact the cache once this share of the rows has finished.
         name: Backend name (``hf``), recorded with the results.
-        draw: How a token is drawn from a row's distribution (:meth:`_draw`).
+        draw: How a token is drawn from a row's distribution (:meth:`_draw`): ``inverse_cdf`` or ``multinomial``.
         shared_kv: Keep one copy of the shared prefix and of each question's tokens for all their rows
             (:mod:`~contamlab.decoding.shared_kv`) instead of a copy per row: far less memory and memory traffic with a
             long few-shot prompt. Same distribution, float rounding of another attention kernel (so the sample cache
@@ -191,8 +194,8 @@ class HFSampler:
         batch_rows: int = 256,
         compact_fraction: float = 0.125,
         name: str = "hf",
-        draw: str = "multinomial",
-        shared_kv: bool = False,
+        draw: str = "inverse_cdf",
+        shared_kv: bool = True,
     ) -> None:
         if max_new_tokens <= 0:
             raise ValueError(f"max_new_tokens={max_new_tokens}: must be positive")

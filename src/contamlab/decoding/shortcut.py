@@ -792,6 +792,34 @@ def patched_model(
     return pair, info
 
 
+@dataclass
+class LocatedChannels:
+    """What identifies the channels a :class:`ShortcutPatching` patches, known once its ``wrap_model`` has run.
+
+    The strategy is frozen: its fields are its configuration, compared, hashed and recorded. Locating is the one
+    thing a run adds to it, so that result lives in this small mutable record, held by the strategy outside
+    comparison, hashing and ``repr``.
+
+    Attributes:
+        ranking: The locate key's hash (None until located).
+        channels: The patched channel set's hash (None until located).
+        locate_s: Wall time of locating (near zero for a cached ranking; None until located).
+    """
+
+    ranking: str | None = None
+    channels: str | None = None
+    locate_s: float | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether the channels have been located."""
+        return self.ranking is not None
+
+    def record(self, ranking: str, channels: str, locate_s: float | None = None) -> None:
+        """Keep what :func:`patched_model` reports about the channels it located."""
+        self.ranking, self.channels, self.locate_s = ranking, channels, locate_s
+
+
 @dataclass(frozen=True)
 class ShortcutPatching(Strategy):
     """Shortcut-neuron patching (Zhu et al. 2025).
@@ -812,7 +840,7 @@ class ShortcutPatching(Strategy):
     include_last_layer: bool = LocateConfig.include_last_layer
     base_model: str | None = None
     # Set by wrap_model: what identifies the patched channels (ranking and channel-set hashes).
-    _located: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _located: LocatedChannels = field(default_factory=LocatedChannels, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.top_k < 0:
@@ -838,14 +866,14 @@ class ShortcutPatching(Strategy):
 
     def sampling_params(self) -> dict:
         """K, the reference, and the hashes of the ranking and of the patched channels (known after wrap_model)."""
-        if not self._located:
+        if not self._located.done:
             raise RuntimeError("strategy=shortcut: call wrap_model before sampling (it locates the neurons)")
-        return {**self.params(), "ranking": self._located["ranking"], "channels": self._located["channels"]}
+        return {**self.params(), "ranking": self._located.ranking, "channels": self._located.channels}
 
     def wrap_model(self, model, context):
         """Locate (or load the cached ranking) and return the target paired with its reference."""
         if context.backend != "hf":
             raise ContamlabError("strategy=shortcut patches activations in the HF decode loop; use sampler=hf")
         pair, info = patched_model(model, context, self.top_k, self.reference, self.locate_config(), self.base_model)
-        self._located.update(info)
+        self._located.record(**info)
         return pair

@@ -11,8 +11,9 @@ import csv
 import io
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
@@ -28,7 +29,30 @@ from contamlab.jobs.common import common_noise, model_store, sampling_setup, tra
 from contamlab.jobs.metadata import run_metadata
 from contamlab.metrics import bin_index, compute_metrics, per_bin_table, question_readouts
 
+if TYPE_CHECKING:
+    from contamlab.decoding.samples import QuestionSamples
+    from contamlab.models.store import ModelStore
+
 log = logging.getLogger("contamlab")
+
+
+@dataclass(frozen=True)
+class JobSamples:
+    """What one evaluation job sampled, as its optional analyses read it (:func:`_analyses`).
+
+    Attributes:
+        clean_greedy: The clean model's greedy response to each test question.
+        clean: The clean model's m samples per test question (stream ``clean``).
+        clean_2: An independent second clean batch (stream ``clean_2``), or None when no analysis asked for one.
+        cont: The contaminated model's m samples per test question under the strategy.
+        leaked: ``[N]`` bool: whether each test question leaked into the contaminated model's training data.
+    """
+
+    clean_greedy: list[QuestionSamples]
+    clean: list[QuestionSamples]
+    clean_2: list[QuestionSamples] | None
+    cont: list[QuestionSamples]
+    leaked: np.ndarray
 
 
 def _metrics(cfg: DictConfig, r_co, r_cl, r01_co, r01_cl, clean_bins, leaked) -> dict[str, Any]:
@@ -115,7 +139,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if detector is not None:
         results["detection"] = _detect(cfg, domain, detector, out_dir, progress)
         phases["detection"], mark = round(time.perf_counter() - mark, 3), time.perf_counter()
-    figures = _analyses(cfg, store, domain, results, clean_greedy, clean, clean_2, cont, leaked, out_dir, progress)
+    sampled = JobSamples(clean_greedy, clean, clean_2, cont, leaked)
+    figures = _analyses(cfg, store, domain, results, sampled, out_dir, progress)
     phases["analyses"] = round(time.perf_counter() - mark, 3)
     results["timings"]["phases"] = phases
     results["timings"]["wall_s"] = time.perf_counter() - started
@@ -176,7 +201,13 @@ def _write_per_question(path, domain, leaked, clean_bins, clean, cont, r01_cl, r
 
 
 def _analyses(
-    cfg, store, domain, results, clean_greedy, clean, clean_2, cont, leaked, out_dir, progress
+    cfg: DictConfig,
+    store: ModelStore,
+    domain: Domain,
+    results: dict[str, Any],
+    sampled: JobSamples,
+    out_dir: Path,
+    progress: bool,
 ) -> dict[str, Path]:
     """Optional diagnostics of the job (``analysis.*``): per-bin figure, Figure 1, Figure 2; adds to ``results``."""
     from contamlab.analysis import diagnostics, figures
@@ -194,17 +225,17 @@ def _analyses(
             model,
             store.load_tokenizer(source),
             domain,
-            clean_greedy,
-            cont,
+            sampled.clean_greedy,
+            sampled.cont,
             int(analysis.get("figure1_steps", 10)),
             progress,
         )
         del model
-        results["figure1"] = diagnostics.figure1_summary(rouge, ranks, leaked)
-        out["figure1"] = figures.figure1(rouge, ranks, leaked, out_dir / "figures" / "figure1.png", title)
+        results["figure1"] = diagnostics.figure1_summary(rouge, ranks, sampled.leaked)
+        out["figure1"] = figures.figure1(rouge, ranks, sampled.leaked, out_dir / "figures" / "figure1.png", title)
     if analysis.get("stability", False):
-        a = np.array([s.sample_correct for s in clean], dtype=bool)  # [N, m]
-        b = np.array([s.sample_correct for s in clean_2], dtype=bool)  # [N, m]: the independent second batch
+        a = np.array([s.sample_correct for s in sampled.clean], dtype=bool)  # [N, m]
+        b = np.array([s.sample_correct for s in sampled.clean_2], dtype=bool)  # [N, m]: the independent second batch
         streams = results["sampling"]["streams"]
         results["stability"] = {**readout_stability(a, b), "seeds": [streams[CLEAN], streams[CLEAN_2]]}
         out["figure2"] = figures.figure2(a, b, out_dir / "figures" / "figure2.png", f"{cfg.model.name} / {domain.name}")

@@ -301,11 +301,39 @@ def train_stage(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str, 
         raise ContamlabError(f"stage {stage} interrupted; re-run the same command to resume {where}")
     wall = time.perf_counter() - started
     if trainer.is_global_zero:
-        extra = {"steps": trainer.global_step, "resumed_from": resumed_from}
-        _save_stage(cfg, store, domain, stage, path, work, module, inputs, wall, extra)
+        trained = TrainedStage(stage, path, work, module, inputs, wall, trainer.global_step, resumed_from)
+        _save_stage(cfg, store, domain, trained)
 
 
-def _save_stage(cfg, store, domain, stage, path, work, module, inputs: StageInputs, wall, extra) -> None:
+@dataclass(frozen=True)
+class TrainedStage:
+    """A stage whose training has finished, as :func:`_save_stage` writes it out and moves it into place.
+
+    Attributes:
+        stage: The stage (``base``, ``clean`` or ``contaminated``).
+        path: Its final directory.
+        work: The ``<path>.partial`` directory it trained in.
+        module: The trained module (the model, its loss curve and the tokens it saw).
+        inputs: What it trained on (tokenizer, dataset, training texts).
+        wall_s: Seconds of this run's training (a resumed stage: since the resume).
+        steps: Optimiser steps at the end (``trainer.global_step``).
+        resumed_from: The checkpoint this run resumed from, or None.
+    """
+
+    stage: str
+    path: Path
+    work: Path
+    module: CausalLMModule
+    inputs: StageInputs
+    wall_s: float
+    steps: int
+    resumed_from: str | None
+
+
+def _save_stage(cfg: DictConfig, store: ModelStore, domain: Domain, trained: TrainedStage) -> None:
+    """Write a trained stage's weights, tokenizer, split, texts and ``train_summary.json``; move it into place."""
+    stage, path, work, wall = trained.stage, trained.path, trained.work, trained.wall_s
+    module, inputs = trained.module, trained.inputs
     tokenizer, dataset = inputs.tokenizer, inputs.dataset
     model = module.model
     model.save_pretrained(work, safe_serialization=True)
@@ -323,8 +351,8 @@ def _save_stage(cfg, store, domain, stage, path, work, module, inputs: StageInpu
         "domain": domain.name,
         "key": content_hash(key),
         "key_fields": key,
-        "steps": extra["steps"],
-        "resumed_from": extra["resumed_from"],
+        "steps": trained.steps,
+        "resumed_from": trained.resumed_from,
         "documents_or_rows": len(dataset),
         "tokens_per_epoch": int(n_tokens),
         "tokens_per_s": module.tokens_seen / wall if wall > 0 else None,
