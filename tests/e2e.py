@@ -29,24 +29,9 @@ TINY = [
     "logger=csv",
 ]
 
-# A small world for the detection end-to-end test: trains in about 30 s on 2 cores, and its verbatim leak stays
-# detectable (loss AUROC on the contaminated model 0.731 / 0.752 / 0.682 at seeds 0 / 1 / 2, the clean control
-# 0.524 / 0.535 / 0.505; 100 test questions). The calibrated default world is the slow tier's.
-SMALL_WORLD = [
-    "domain.generator.n_train=1500",
-    "domain.generator.n_test=100",
-    "model.arch.hidden_size=64",
-    "model.arch.num_layers=2",
-    "model.arch.num_heads=2",
-    "model.arch.intermediate_size=256",
-    "model.tokenizer.vocab_size=600",
-    "base.steps=300",
-    "base.batch=8",
-    "base.seq_len=128",
-    "base.paraphrase_n=200",
-    "finetune.clean_n_domain=50",
-    "finetune.general.n=20",
-]
+# The small world (configs/experiment/small_world.yaml, also make smoke's): the default world at a size that trains
+# in under a minute; its verbatim leak stays detectable (docs/world.md#the-small-world).
+SMALL_WORLD = ["experiment=small_world"]
 
 
 def train(tmp: Path, *overrides: str, wait: bool = True, tag: str = "run"):

@@ -42,8 +42,8 @@ def test_divergence_ranks_by_hand():
     ]
     ranks = diagnostics.divergence_ranks(model, prompts, clean, max_steps=10, batch_size=2, pad_id=0)
     assert ranks == [[2, 2], [3, 5]]
-    # Only the first decoding steps count (spec §6): question 0 agrees at t = 1, so at max_steps=1 it has no rank,
-    # although it disagrees later (the first disagreement anywhere would give [2]).
+    # Only the first decoding steps count (t = 1..max_steps): question 0 agrees at t = 1, so at max_steps=1 it has no
+    # rank, although it disagrees later (the first disagreement anywhere would give [2]).
     assert diagnostics.divergence_ranks(model, prompts, clean, max_steps=1, batch_size=1) == [[], [3]]
     assert diagnostics.divergence_ranks(model, prompts, clean, max_steps=2, batch_size=1) == [[2], [3, 5]]
 

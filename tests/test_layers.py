@@ -1,6 +1,6 @@
 """The architecture as a test: contamlab's import graph has no cycle and never imports up the layer order.
 
-Layers, low to high (DESIGN.md "Layers"); a module imports only from its own layer or below:
+Layers, low to high (docs/design.md, "Layers"); a module imports only from its own layer or below:
 
     metrics/ io errors                      pure: numbers in, numbers out
     data/ models/ (incl. the model store)   questions, prompts, splits; loading models, where trained models live

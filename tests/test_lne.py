@@ -56,7 +56,7 @@ def test_n_block(lne, rounding, expected):
 
 def test_n_block_exact_products_are_not_floored_down():
     assert n_block(0.4, t_task=5) == 4  # 5 * 0.8
-    assert n_block(0.1, t_task=4) == 3  # the spec's heavy-contamination case, 3.8
+    assert n_block(0.1, t_task=4) == 3  # heavy contamination: 4 * (1 - 0.1 / 2) = 3.8, floored
 
 
 def test_n_block_rejects_bad_arguments():

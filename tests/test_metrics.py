@@ -1,4 +1,4 @@
-"""Restoration metrics (paper §3, spec metrics-and-railcap.md §2): hand-computed values, properties, an oracle."""
+"""Restoration metrics (paper §3, docs/methods/metrics.md): hand-computed values, properties, an oracle."""
 
 import math
 import time

@@ -5,7 +5,7 @@ leaked questions a contaminated model's samples collapse onto the greedy path.
 Figure 1 (b, d): the contaminated model teacher-forced on the clean model's greedy response; over the first ten
 decoding steps (t = 1..10), at those where the two models' argmax differ, the rank of the clean model's token under the
 contaminated model (rank 1 cannot occur there; the paper finds rank 2 about half the time, the observation RailCap is
-built on). Spec metrics-and-railcap.md §6: the first ten steps of decoding, not the first ten disagreements anywhere.
+built on). The first ten steps of decoding count, not the first ten disagreements anywhere.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 
 - Table 1: G-AP vs SA-PPG per strategy (the rank reversal), per (model, domain);
 - in Tables 1-4 the reference row "Clean, 2nd batch": an independent second clean batch scored against the first,
-  what a perfect strategy would score at this m (the noise floor, spec metrics-and-railcap.md §1);
+  what a perfect strategy would score at this m (the noise floor, docs/methods/metrics.md);
 - Table 2: Δ⁺, Δ⁻, A-PPG, G-APP, SA-PPG per strategy (with All-Zero);
 - Table 3: SA-PPG per strategy × (model, domain);
 - Table 4: the RailCap ablation (n = 1..7, ban at n = 4) with S-Δ⁺ / S-Δ⁻, All-Zero as reference;

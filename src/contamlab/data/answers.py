@@ -1,6 +1,6 @@
 """Final-answer extraction and checking for GSM8K-style responses.
 
-Implements the correctness rule of ../specs/metrics-and-railcap.md §1 ("Zero Gap Is Not Restoration", §5.1): take
+Implements the correctness rule of "Zero Gap Is Not Restoration" §5.1 (docs/methods/metrics.md): take
 the text after the last "The answer is", else after the last "####", else the last number in the response; strip
 "$", thousands separators and a trailing "."; compare with the gold answer as numbers.
 """

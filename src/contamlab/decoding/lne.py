@@ -1,6 +1,6 @@
 """LNE-blocking: entropy-scaled blocking of the argmax at the first generated positions.
 
-Implements Hou et al. 2025, "LNE-Blocking" (arXiv 2509.15218; spec: mitigation-baselines.md §2). The
+Implements Hou et al. 2025, "LNE-Blocking" (arXiv 2509.15218; docs/methods/strategies.md). The
 length-normalised entropy LNE = (1/N) sum_i H(p_i) of one greedy pass (Eq. 1, natural log, temperature 1; recorded by
 the sampler's greedy decode, ``HFSampler.last_entropy``, and by vLLM's entropy processor) sets the
 blocking strength n_block = floor(T_task * clip(1 - LNE/beta, 0, 1)) (Eq. 10, beta = 2, T_task = 7 for arithmetic);

@@ -1,6 +1,6 @@
 """RailCap: step-wise capping of the greedy trajectory during sampling.
 
-Implements "Zero Gap Is Not Restoration", §4, Eq. 14–15 and Algorithm 1 (spec: metrics-and-railcap.md §3). For
+Implements "Zero Gap Is Not Restoration", §4, Eq. 14–15 and Algorithm 1 (docs/methods/strategies.md). For
 each question the greedy trajectory g = (g_1..g_T) of the contaminated model is indexed as
 H = {(g_k..g_{k+n-1}) -> g_{k+n} : 1 <= k <= T - n} (Eq. 14). While sampling, at step t (1-based, tokens
 o_1..o_{t-1} generated so far), if t > n and (o_{t-n}..o_{t-1}) is in H, every successor x gets

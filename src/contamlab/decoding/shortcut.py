@@ -1,7 +1,7 @@
 """Shortcut-neuron patching: find the MLP channels a contaminated model's shortcut runs through, then overwrite them.
 
 Implements Zhu et al. 2025, "Establishing Trustworthy LLM Evaluation via Shortcut Neuron Analysis" (ACL 2025,
-arXiv 2506.04142; spec: mitigation-baselines.md §3). A neuron is one channel ``(l, j)`` of layer l's MLP
+arXiv 2506.04142; docs/methods/strategies.md). A neuron is one channel ``(l, j)`` of layer l's MLP
 intermediate activation, the input of the MLP's output projection (``down_proj`` in Llama-family models,
 ``dense_4h_to_h`` in GPT-NeoX), for the layers 0..L-2 (the authors drop the final layer).
 

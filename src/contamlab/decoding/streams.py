@@ -1,4 +1,4 @@
-"""Independent random streams for the sample sets of one run (spec metrics-and-railcap.md §1, "Independence").
+"""Independent random streams for the sample sets of one run (docs/methods/metrics.md).
 
 The paper samples every model independently. A run therefore draws the clean batch, the second clean batch (the
 noise floor and Figure 2) and each strategy's batch of the contaminated model from separate streams, each seeded

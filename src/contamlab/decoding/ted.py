@@ -1,7 +1,7 @@
 """TED post-hoc filtering: token edit distance of samples to the greedy output (CDD's peakedness: detectors/cdd.py).
 
 Implements Dong et al. 2024, "Generalization or Memorization: Data Contamination and Trustworthy Evaluation for
-Large Language Models" (ACL Findings; spec: mitigation-baselines.md §1), following the released TED.py / CDD.py:
+Large Language Models" (ACL Findings; docs/methods/strategies.md), following the released TED.py / CDD.py:
 - TED (paper §4): truncate the greedy output to its first 100 tokens (length L0) and every sample to L0 tokens,
   drop samples within ``tau`` = 2 token edits of the greedy output and exact duplicates; the question's score is
   c / m over the m survivors, 0 when none survives.

@@ -1,8 +1,9 @@
 """The detector interface: a method turns a model and a list of questions into per-question scores.
 
-Every detector orients its per-question score so that *higher = more likely seen* (detection.md §0), marks questions
-it could not score with NaN (and counts them), and reports its own dataset-level score. :mod:`contamlab.jobs.detect`
-runs a detector on the clean and the contaminated model and turns the scores into AUROC / TPR@FPR.
+Every detector orients its per-question score so that *higher = more likely seen* (docs/methods/detectors.md),
+marks questions it could not score with NaN (and counts them), and reports its own dataset-level score.
+:mod:`contamlab.jobs.detect` runs a detector on the clean and the contaminated model and turns the scores into
+AUROC / TPR@FPR.
 """
 
 from __future__ import annotations

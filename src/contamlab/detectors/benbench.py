@@ -1,6 +1,6 @@
 """BenBench: benchmark-leakage detection by perplexity and n-gram accuracy (Xu et al. 2024, arXiv 2404.18824).
 
-detection.md §2, following GAIR-NLP/benbench:
+As in docs/methods/detectors.md, following GAIR-NLP/benbench:
 
 - Answer-only perplexity: text = question + " Answer: " + solution; PPL = exp(mean NLL of the tokens after the first
   "Answer:" id sequence). Domain PPL = arithmetic mean of per-sample PPLs.

@@ -1,4 +1,4 @@
-"""CDD: Contamination Detection via output Distribution (Dong et al. 2024, ACL Findings §3; baselines spec §1).
+"""CDD: Contamination Detection via output Distribution (Dong et al. 2024, ACL Findings §3; docs/methods/detectors.md).
 
 A model that memorised a question answers it the same way every time: the edit distances of its samples to the greedy
 output pile up near zero. Peak(x) = share of samples within ``alpha * l`` token edits of the greedy output (l = the

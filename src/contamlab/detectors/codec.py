@@ -1,4 +1,4 @@
-"""CoDeC: Contamination Detection via Context (Zawalski et al. 2025, arXiv 2510.27055; detection.md §1).
+"""CoDeC: Contamination Detection via Context (Zawalski et al. 2025, arXiv 2510.27055; docs/methods/detectors.md).
 
 Per sample x_i: a = token log-probs of x_i alone, b = those of the same target tokens after ``n_context`` other
 samples of the dataset; confidence = mean log-prob over the window ``[skip_first : L - skip_last]`` (10 and 1 in the

@@ -1,4 +1,4 @@
-"""Loss / perplexity membership score (Yeom et al. 2018; detection.md §3): score = -NLL = mean token log-prob."""
+"""Loss / perplexity membership score (Yeom et al. 2018; docs/methods/detectors.md): -NLL = mean token log-prob."""
 
 from __future__ import annotations
 

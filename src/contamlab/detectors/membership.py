@@ -1,9 +1,9 @@
 """Membership-inference baselines' shared pass: one cached, batched forward pass serves Loss, Zlib, Min-K%, Min-K%++.
 
-detection.md §3: each baseline is a function of the per-token log-probs ℓ_t of the whole text (Min-K%++ also of the
-vocabulary moments μ_t, σ_t). The token statistics are computed once per (model, texts) and cached as parquet, so a
-grid ``detector=loss,zlib,mink,minkpp`` runs the model once. Dataset-level score = the mean per-sample score
-(CoDeC's protocol for baselines).
+As in docs/methods/detectors.md, each baseline is a function of the per-token log-probs ℓ_t of the whole text
+(Min-K%++ also of the vocabulary moments μ_t, σ_t). The token statistics are computed once per (model, texts) and
+cached as parquet, so a grid ``detector=loss,zlib,mink,minkpp`` runs the model once. Dataset-level score = the mean
+per-sample score (CoDeC's protocol for baselines).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Min-K% Prob (Shi et al., ICLR 2024, arXiv 2310.16789; detection.md §3).
+"""Min-K% Prob (Shi et al., ICLR 2024, arXiv 2310.16789; docs/methods/detectors.md).
 
 Sort the token log-probs ascending and average the lowest ``max(1, floor(k·T))``: a seen text has few very unlikely
 tokens. Default k = 20%.

@@ -1,4 +1,4 @@
-"""Min-K%++ (Zhang et al. 2024, arXiv 2404.02936, Eq. 3-4; detection.md §3).
+"""Min-K%++ (Zhang et al. 2024, arXiv 2404.02936, Eq. 3-4; docs/methods/detectors.md).
 
 Each token's log-prob is standardised by the vocabulary-wide moments of the next-token distribution,
 ``z_t = (ℓ_t - μ_t) / σ_t`` with ``μ_t = Σ_v p_v log p_v`` and ``σ_t² = Σ_v p_v (log p_v)² - μ_t²`` (fp32, σ >= 1e-6);

@@ -1,7 +1,8 @@
 """Batched per-token log-probabilities of a causal LM, with bounded memory: the forward pass every detector shares.
 
-Token t's log-prob is ``log_softmax(logits[t-1])[id_t]`` (detection.md §0), so L ids give L-1 values. Sequences are
-sorted by length and batched up to a token budget with right padding and an attention mask; padding is never scored.
+Token t's log-prob is ``log_softmax(logits[t-1])[id_t]`` (docs/methods/detectors.md), so L ids give L-1 values.
+Sequences are sorted by length and batched up to a token budget with right padding and an attention mask; padding is
+never scored.
 The vocabulary projection runs on chunks of positions (the decoder's hidden states go through the LM head a slice at a
 time) so a long-vocabulary model never materialises ``[batch, length, vocab]`` logits at once. Optionally the
 vocabulary-wide mean and standard deviation of log p at every position are returned (Min-K%++, Zhang et al. 2024).

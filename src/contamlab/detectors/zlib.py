@@ -1,4 +1,4 @@
-"""Zlib membership score (Carlini et al. 2021, arXiv 2012.07805; detection.md §3): score = -NLL / Z.
+"""Zlib membership score (Carlini et al. 2021, arXiv 2012.07805; docs/methods/detectors.md): score = -NLL / Z.
 
 Z is the length in **bytes** of ``zlib.compress`` of the UTF-8 text at the default level: a text the model finds
 likelier than its compressibility suggests is more likely memorised.

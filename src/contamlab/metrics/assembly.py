@@ -1,7 +1,7 @@
 """Every restoration metric of one strategy against the clean model, overall and per leaked / unleaked group.
 
 Assembles :mod:`.gaps` (G-AP, G-APP, A-PPG, SA-PPG, Δ±, S-Δ±; "Zero Gap Is Not Restoration" Eq. 2–13) with the
-stratified bootstrap intervals (**[ours]**, spec metrics-and-railcap.md §2) into the ``metrics`` block of an
+stratified bootstrap intervals (**[ours]**, docs/methods/metrics.md) into the ``metrics`` block of an
 evaluation's results.json.
 """
 

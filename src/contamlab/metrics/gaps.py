@@ -1,7 +1,7 @@
 """Restoration metrics: G-AP, G-APP, A-PPG, SA-PPG and their sign components, with stratified bootstrap intervals.
 
 Implements "Zero Gap Is Not Restoration: Stratified Per-Question Probability Evaluation and Step-wise Mitigation of
-Benchmark Contamination", §3 (spec: metrics-and-railcap.md §1–§2). With r the solve probability of a question
+Benchmark Contamination", §3 (docs/methods/metrics.md). With r the solve probability of a question
 (estimated as r̂ = c / m from m samples), s a mitigation strategy and M_cl the clean reference model:
 
 - Eq. 2, G-AP: ``|mean_q r01_s(q) - mean_q r01_cl(q)|`` on one-sample 0/1 readouts (Eq. 1) -> :func:`g_ap`.
@@ -13,9 +13,10 @@ Benchmark Contamination", §3 (spec: metrics-and-railcap.md §1–§2). With r t
 - Eq. 13, SA-PPG: the mean over non-empty bins of the bin's mean |Δ|; S-Δ⁺ and S-Δ⁻ (Table 4) are the same
   stratified average of max(Δ, 0) and max(-Δ, 0), so S-Δ⁺ + S-Δ⁻ = SA-PPG.
 
-All of these are computed by :func:`gap_metrics`. Beyond the paper (spec §2, **[ours]**): :func:`bootstrap_intervals`
-(questions resampled within their clean bin, percentile intervals), :func:`per_bin_table`, and
-:func:`readout_stability` (the paper's Figure 2: per-question gap between two sampling batches of the same model).
+All of these are computed by :func:`gap_metrics`. Beyond the paper (**[ours]**, docs/methods/metrics.md):
+:func:`bootstrap_intervals` (questions resampled within their clean bin, percentile intervals), :func:`per_bin_table`,
+and :func:`readout_stability` (the paper's Figure 2: per-question gap between two sampling batches of the same
+model).
 
 Bin indices are best computed from integer counts with :func:`bin_index` (exact: ``c * B // m``);
 :func:`bin_index_from_prob` is the float fallback used when only probabilities are available.

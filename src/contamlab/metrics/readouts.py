@@ -1,6 +1,6 @@
 """Readouts of a sample set: the solve probability r̂ and the one-response 0/1 readout r⁰¹.
 
-"Zero Gap Is Not Restoration" §3.1 (spec: metrics-and-railcap.md §1). Each question has m samples, each correct or
+"Zero Gap Is Not Restoration" §3.1 (docs/methods/metrics.md). Each question has m samples, each correct or
 not, and a *kept* mask: a filtering strategy (TED) drops samples, every other strategy keeps all of them.
 
 - Eq. 3, r̂(q) = correct kept samples / kept samples (0 when none is kept: TED's rule).

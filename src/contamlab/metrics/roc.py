@@ -1,9 +1,9 @@
 """Detector evaluation: AUROC, TPR at 1% and 5% FPR and FPR at 95% TPR of per-question scores, seen (1) vs unseen (0).
 
-detection.md §3 (Min-K%++ / Shi et al. protocol): ``sklearn.metrics.roc_curve`` and ``auc`` with label 1 = member;
-TPR@FPR = the largest TPR among ROC points with FPR <= the bound; FPR@TPR = the smallest FPR among points with
-TPR >= the bound. Questions without a finite score are left out and counted. The AUROC interval is a stratified
-percentile bootstrap (members and non-members resampled separately, so every draw has both classes).
+The Min-K%++ / Shi et al. protocol (docs/methods/detectors.md): ``sklearn.metrics.roc_curve`` and ``auc`` with
+label 1 = member; TPR@FPR = the largest TPR among ROC points with FPR <= the bound; FPR@TPR = the smallest FPR among
+points with TPR >= the bound. Questions without a finite score are left out and counted. The AUROC interval is a
+stratified percentile bootstrap (members and non-members resampled separately, so every draw has both classes).
 """
 
 from __future__ import annotations
