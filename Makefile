@@ -57,7 +57,7 @@ format: $(STAMP) ## Apply ruff fixes and formatting
 
 # make smoke: the small world (configs/experiment/small_world.yaml) end to end, under 2 minutes on 2 cores.
 SMOKE ?= outputs/smoke
-SMOKE_ARGS = experiment=small_world paths.models_dir=$(SMOKE)/models paths.cache_dir=$(SMOKE)/cache
+SMOKE_ARGS = experiment=small_world paths.models_dir=$(SMOKE)/models paths.cache_dir=$(SMOKE)/cache logger=csv
 
 smoke: $(STAMP) ## Under 2 minutes: train a small world, RailCap vs Identity and the loss detector -> $(SMOKE)/eval
 	$(PY) train.py $(SMOKE_ARGS) trainer.enable_progress_bar=false hydra.run.dir=$(SMOKE)/train

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from contamlab.analysis.report import load_results
+from contamlab.analysis.report import STRATEGY_ORDER, load_results
 
 HOW_TO_READ = """\
 How to read it (docs/methods/metrics.md): SA-PPG is the mean per-question distance between the clean model's solve
@@ -23,7 +23,8 @@ def headline_table(sweep_dir: str | Path) -> str:
     jobs = [results for _, results in load_results(sweep_dir) if "metrics" in results]
     if not jobs:
         raise SystemExit(f"no finished job with metrics below {sweep_dir}")
-    jobs.sort(key=lambda r: r["config"]["strategy"]["name"])
+    order = {name: i for i, name in enumerate(STRATEGY_ORDER)}
+    jobs.sort(key=lambda r: (order.get(r["config"]["strategy"]["name"], len(order)), r["config"]["strategy"]["name"]))
     lines = ["| strategy | SA-PPG [95 % CI] | G-AP | Δ⁺ | Δ⁻ |", "|---|---|---|---|---|"]
 
     def row(name: str, metrics: dict) -> str:

@@ -126,7 +126,11 @@ class TED(Strategy):
             raise ContamlabError(f"strategy.max_tokens={self.max_tokens}: must be >= 1")
 
     def sampling_params(self) -> dict:
-        """TED filters identity's samples, so it reuses them."""
+        """Identity's sampling settings: TED samples without a hook, then filters.
+
+        Its batch still draws from its own random stream (:func:`~contamlab.decoding.streams.strategy_role`), unless
+        ``sampler.common_noise`` shares one.
+        """
         return {"name": "identity"}
 
     def keep(self, sample_ids, sample_texts, greedy_ids):
