@@ -5,12 +5,17 @@ this module gives the paper's number, this setting's number with a 95 % interval
 reproduced*, or *not testable here* (the jobs it needs did not run). Paired SA-PPG differences between two strategies
 come from a stratified paired bootstrap over the jobs' ``per_question.csv`` (same questions, same clean batch); the
 verdict rules are stated in each row, so a reader can disagree with them.
+
+The paper's numbers are in :data:`PAPER`, each once; the claims are the records of :data:`CLAIMS`, each with the
+check that reads this setting's results and applies its verdict rule; :func:`claims` renders them as table rows.
 """
 
 from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +25,358 @@ from contamlab.metrics import paired_difference
 
 REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE = "reproduced", "not reproduced", "not testable here"
 REFERENCES = ("all_zero", "clean_2nd")  # rows that are references, not strategies
+
+# The paper's numbers ("Zero Gap Is Not Restoration", Llama-2 × GSM8K unless noted), as printed there.
+PAPER = {
+    # Table 1: G-AP and SA-PPG per strategy.
+    "lne_g_ap": "0.0235",
+    "lne_sa_ppg": "0.2932",
+    "railcap_sa_ppg": "0.1914",  # also RailCap at n = 4 in Table 4
+    "shortcut_sa_ppg": "0.2476",
+    # Table 2: A-PPG and SA-PPG with All-Zero.
+    "all_zero_a_ppg": "0.2190",
+    "identity_a_ppg": "0.3793",
+    "all_zero_sa_ppg": "0.4903",
+    # Table 3: TED vs Identity, their largest gap (Pythia × GSM8K).
+    "pythia_ted_sa_ppg": "0.2131",
+    "pythia_identity_sa_ppg": "0.1950",
+    # Table 4: the RailCap ablation (cap at n = 1 and n = 4, spread over n = 3..7, ban at n = 4).
+    "n1_s_delta_plus": "0.0215",
+    "n1_s_delta_minus": "0.2218",
+    "n4_s_delta_plus": "0.0942",
+    "n4_s_delta_minus": "0.0972",
+    "n3_7_spread": "0.008",
+    "ban_sa_ppg": "0.2190",
+    "ban_s_delta_minus": "0.1464",
+    # Figure 2: mean per-question gap between two clean batches.
+    "gap_r01": "0.190",
+    "gap_rhat": "0.041",
+    "stability_m": "50",
+    "stability_ratio": "4.6",
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One (model, domain)'s results, as the checks read them.
+
+    Attributes:
+        main: The main-table rows (every strategy at its main setting, All-Zero and the noise floor), as
+            :func:`contamlab.analysis.report.metric_rows` gives them (with ``job`` directories).
+        railcap: The RailCap rows (the Table 4 ablation).
+        figure1: The ``figure1`` block of the setting's identity job, if it ran.
+        stability: The ``stability`` block (Figure 2), if it ran.
+    """
+
+    main: list[dict[str, Any]]
+    railcap: list[dict[str, Any]]
+    figure1: dict[str, Any] | None
+    stability: dict[str, Any] | None
+
+    @property
+    def by(self) -> dict[str, dict[str, Any]]:
+        """The main rows by strategy name."""
+        return {r["strategy_name"]: r for r in self.main}
+
+    @property
+    def strategies(self) -> list[dict[str, Any]]:
+        """The strategies (not the references), best SA-PPG first."""
+        return _ranked(self.main, "sa_ppg")
+
+    @property
+    def cap(self) -> dict[int, dict[str, Any]]:
+        """The RailCap cap rows (all duplicates) by n."""
+        return {r.get("n"): r for r in self.railcap if r.get("mode") == "cap" and r.get("duplicates", "all") == "all"}
+
+
+Check = Callable[[Setting], tuple[str, bool] | None]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the paper, the paper's evidence for it, and the check that holds it against a setting.
+
+    Attributes:
+        claim: The claim with its verdict rule (the table's first column).
+        name: The claim's short name, shown when it is not testable here.
+        paper: The paper's evidence; ``{key}`` fields are filled from :data:`PAPER`.
+        paper_short: The same, abridged, shown when the claim is not testable here.
+        check: Reads the setting: this setting's evidence and whether the verdict rule holds, or None when the jobs
+            the claim needs did not run.
+    """
+
+    claim: str
+    name: str
+    paper: str
+    paper_short: str
+    check: Check
+
+    def row(self, setting: Setting) -> list[str]:
+        """The claim's row of the claims table: [claim, paper, this setting, verdict]."""
+        result = self.check(setting)
+        if result is None:
+            return [self.name, self.paper_short.format(**PAPER), "–", NOT_TESTABLE]
+        text, holds = result
+        return [self.claim, self.paper.format(**PAPER), text, REPRODUCED if holds else NOT_REPRODUCED]
+
+
+def _rank_reversal(s: Setting) -> tuple[str, bool] | None:
+    """Table 1: the G-AP best strategy is beaten under SA-PPG by the SA-PPG best (paired interval above 0)."""
+    if len(s.strategies) < 3:
+        return None
+    best_gap, best_sa = _ranked(s.main, "g_ap")[0], s.strategies[0]
+    diff = paired_sappg(best_gap, best_sa) if best_gap is not best_sa else None
+    text = (
+        f"G-AP best: {best_gap['label']} ({_v(best_gap, 'g_ap')}); SA-PPG best: {best_sa['label']} "
+        f"({_v(best_sa, 'sa_ppg')}); SA-PPG({best_gap['label']}) − SA-PPG({best_sa['label']}) = {_diff(diff)}"
+    )
+    return text, diff is not None and diff[1] > 0
+
+
+def _lne_best_under_gap(s: Setting) -> tuple[str, bool] | None:
+    """Table 1: LNE-blocking ranks first under G-AP but not under SA-PPG."""
+    if "lne" not in s.by or len(s.strategies) < 3:
+        return None
+    lne = s.by["lne"]
+    gap_rank = [r["strategy_name"] for r in _ranked(s.main, "g_ap")].index("lne") + 1
+    sa_rank = [r["strategy_name"] for r in s.strategies].index("lne") + 1
+    text = (
+        f"G-AP rank {gap_rank} of {len(s.strategies)} ({_v(lne, 'g_ap')}); SA-PPG rank {sa_rank} ({_v(lne, 'sa_ppg')})"
+    )
+    return text, gap_rank == 1 and sa_rank > 1
+
+
+def _all_zero(s: Setting) -> tuple[str, bool] | None:
+    """Table 2: All-Zero has a lower A-PPG than Identity and the highest SA-PPG of all rows but the noise floor."""
+    if "all_zero" not in s.by or "identity" not in s.by:
+        return None
+    zero, ident = s.by["all_zero"], s.by["identity"]
+    worst = max((r for r in s.main if r["strategy_name"] != "clean_2nd"), key=lambda r: r["all/sa_ppg"])
+    text = (
+        f"A-PPG {_v(zero, 'a_ppg')} vs Identity {_v(ident, 'a_ppg')}; SA-PPG {_v(zero, 'sa_ppg')} "
+        f"(worst: {worst['label']})"
+    )
+    return text, zero["all/a_ppg"] < ident["all/a_ppg"] and worst is zero
+
+
+def _railcap_lowest(s: Setting) -> tuple[str, bool] | None:
+    """Tables 1 and 3: RailCap has the lowest SA-PPG; runner-up − RailCap has a paired interval above 0."""
+    if "railcap" not in s.by or len(s.strategies) < 2:
+        return None
+    railcap = s.by["railcap"]
+    runner = [r for r in s.strategies if r["strategy_name"] != "railcap"][0]
+    diff = paired_sappg(runner, railcap)
+    text = f"RailCap {_v(railcap, 'sa_ppg')}; {runner['label']} − RailCap = {_diff(diff)}"
+    return text, s.strategies[0]["strategy_name"] == "railcap" and diff is not None and diff[1] > 0
+
+
+def _n_trade(s: Setting) -> tuple[str, bool] | None:
+    """Table 4: from n = 1 to n = 4, S-Δ⁺ rises and S-Δ⁻ falls (both paired intervals above 0)."""
+    cap = s.cap
+    if 1 not in cap or 4 not in cap:
+        return None
+    n1, n4 = cap[1], cap[4]
+    plus = paired_sappg(n4, n1, metric="s_delta_plus")  # residual contamination grows with n
+    minus = paired_sappg(n1, n4, metric="s_delta_minus")  # collateral damage shrinks with n
+    text = (
+        f"n = 1: {_v(n1, 's_delta_plus', False)}, {_v(n1, 's_delta_minus', False)}; "
+        f"n = 4: {_v(n4, 's_delta_plus', False)}, {_v(n4, 's_delta_minus', False)}; "
+        f"S-Δ⁺ rise {_diff(plus)}, S-Δ⁻ fall {_diff(minus)}"
+    )
+    return text, plus is not None and minus is not None and plus[1] > 0 and minus[1] > 0
+
+
+def _flat_over_n(s: Setting) -> tuple[str, bool] | None:
+    """Table 4: SA-PPG is flat over n = 3..7 (worst − best has a paired interval reaching 0)."""
+    mid = [s.cap[n] for n in range(3, 8) if n in s.cap]
+    if len(mid) != 5:
+        return None
+    values = [r["all/sa_ppg"] for r in mid]
+    best = min(mid, key=lambda r: r["all/sa_ppg"])
+    worst = max(mid, key=lambda r: r["all/sa_ppg"])
+    diff = paired_sappg(worst, best)
+    text = (
+        f"SA-PPG {min(values):.3f}–{max(values):.3f} (best n = {best.get('n')}); "
+        f"n = {worst.get('n')} − n = {best.get('n')} = {_diff(diff)}"
+    )
+    return text, diff is not None and diff[1] <= 0  # the spread is inside the paired noise
+
+
+def _ban_worse_than_cap(s: Setting) -> tuple[str, bool] | None:
+    """Table 4: at n = 4, ban − cap has a paired interval above 0."""
+    ban = next((r for r in s.railcap if r.get("mode") == "ban" and r.get("n") == 4), None)
+    if ban is None or 4 not in s.cap:
+        return None
+    cap = s.cap[4]
+    diff = paired_sappg(ban, cap)
+    text = f"ban {_v(ban, 'sa_ppg', False)} vs cap {_v(cap, 'sa_ppg', False)}: {_diff(diff)}"
+    return text, diff is not None and diff[1] > 0
+
+
+def _ted_like_identity(s: Setting) -> tuple[str, bool] | None:
+    """Table 3: TED − Identity has a paired interval within ±0.02."""
+    if "ted" not in s.by or "identity" not in s.by:
+        return None
+    ted, ident = s.by["ted"], s.by["identity"]
+    diff = paired_sappg(ted, ident)
+    text = f"TED {_v(ted, 'sa_ppg')}, Identity {_v(ident, 'sa_ppg')}; difference {_diff(diff)}"
+    return text, diff is not None and diff[1] >= -0.02 and diff[2] <= 0.02
+
+
+def _readout_stability(s: Setting) -> tuple[str, bool] | None:
+    """Figure 2: the r⁰¹ gap between two clean batches is at least twice the r̂ gap."""
+    st = s.stability
+    if not st or st.get("gap_r01") is None or st.get("gap_rhat") is None:
+        return None
+    ratio = st["gap_r01"] / st["gap_rhat"] if st["gap_rhat"] else math.inf
+    return f"{st['gap_r01']:.3f} vs {st['gap_rhat']:.3f} at m = {st['m']}: ratio {ratio:.1f}", ratio >= 2
+
+
+def _collapse_onto_greedy(s: Setting) -> tuple[str, bool] | None:
+    """Figure 1: leaked − unleaked ROUGE-L to the greedy answer is above 0 (its interval, if there is one).
+
+    A group with no question has null statistics in results.json: not testable.
+    """
+    f1 = s.figure1
+    if not f1 or any(f1[g]["rouge_l_mean"] is None for g in ("leaked", "unleaked")):
+        return None
+    lk, un = f1["leaked"], f1["unleaked"]
+    lo_hi = f1.get("rouge_l_diff_ci")
+    gap = lk["rouge_l_mean"] - un["rouge_l_mean"]
+    ci = f" [{lo_hi[0]:+.3f}, {lo_hi[1]:+.3f}]" if lo_hi else ""
+    text = f"ROUGE-L {lk['rouge_l_mean']:.3f} leaked vs {un['rouge_l_mean']:.3f} unleaked: {gap:+.3f}{ci}"
+    return text, lo_hi[0] > 0 if lo_hi else gap > 0
+
+
+def _runner_up_half(s: Setting) -> tuple[str, bool] | None:
+    """Figure 1: in each group, the Wilson interval of the runner-up share at divergence meets [0.4, 0.6].
+
+    A group with no divergence step is not testable.
+    """
+    f1 = s.figure1
+    steps = {g: int(f1[g]["divergence_steps"]) for g in ("leaked", "unleaked")} if f1 else {}
+    if not steps or not all(steps.values()):
+        return None
+    shares, verdicts = [], []
+    for name in ("leaked", "unleaked"):
+        n, share = steps[name], f1[name]["rank2_share"]
+        lo, hi = _wilson(share, n)
+        shares.append(f"{name} {share:.2f} [{lo:.2f}, {hi:.2f}] of {n} steps")
+        verdicts.append(lo <= 0.6 and hi >= 0.4)
+    return "; ".join(shares), all(verdicts)
+
+
+# The claims, in the report's order (here, below the checks, because each record names its check).
+CLAIMS = (
+    Claim(
+        claim=(
+            "G-AP and SA-PPG rank the strategies differently (the G-AP best is beaten under SA-PPG, paired interval "
+            "above 0)"
+        ),
+        name="G-AP vs SA-PPG rank reversal",
+        paper="G-AP best: LNE ({lne_g_ap}); SA-PPG best: RailCap ({railcap_sa_ppg}), LNE {lne_sa_ppg}",
+        paper_short="LNE {lne_g_ap} → RailCap {railcap_sa_ppg}",
+        check=_rank_reversal,
+    ),
+    Claim(
+        claim="LNE-blocking is best under G-AP but not under SA-PPG",
+        name="LNE best under G-AP, not under SA-PPG",
+        paper="G-AP rank 1 ({lne_g_ap}); SA-PPG {lne_sa_ppg}, behind Shortcut and RailCap",
+        paper_short="G-AP {lne_g_ap}; SA-PPG {lne_sa_ppg}",
+        check=_lne_best_under_gap,
+    ),
+    Claim(
+        claim="All-Zero beats Identity under A-PPG but is the worst under SA-PPG",
+        name="All-Zero good under A-PPG, worst under SA-PPG",
+        paper="A-PPG {all_zero_a_ppg} vs Identity {identity_a_ppg}; SA-PPG {all_zero_sa_ppg}, worst",
+        paper_short="{all_zero_a_ppg} / {all_zero_sa_ppg}",
+        check=_all_zero,
+    ),
+    Claim(
+        claim="RailCap has the lowest SA-PPG (runner-up − RailCap, paired interval above 0)",
+        name="RailCap lowest SA-PPG",
+        paper="{railcap_sa_ppg} vs Shortcut {shortcut_sa_ppg} (lowest in all six settings)",
+        paper_short="{railcap_sa_ppg}",
+        check=_railcap_lowest,
+    ),
+    Claim(
+        claim=(
+            "Raising n from 1 to 4 trades collateral damage (S-Δ⁻ falls) for residual contamination (S-Δ⁺ rises); "
+            "both paired intervals above 0"
+        ),
+        name="n-ablation trades S-Δ⁺ for S-Δ⁻",
+        paper="n = 1: S-Δ⁺ {n1_s_delta_plus}, S-Δ⁻ {n1_s_delta_minus}; n = 4: {n4_s_delta_plus}, {n4_s_delta_minus}",
+        paper_short="{n1_s_delta_plus}/{n1_s_delta_minus} → {n4_s_delta_plus}/{n4_s_delta_minus}",
+        check=_n_trade,
+    ),
+    Claim(
+        claim="SA-PPG is flat over n = 3–7 (worst − best within the paired noise)",
+        name="flat over n = 3–7",
+        paper="all within {n3_7_spread} of the best (n = 4, {railcap_sa_ppg})",
+        paper_short="within {n3_7_spread}",
+        check=_flat_over_n,
+    ),
+    Claim(
+        claim="A hard ban is worse than the cap (ban − cap at n = 4, paired interval above 0)",
+        name="ban worse than cap",
+        paper="{ban_sa_ppg} vs {railcap_sa_ppg} (S-Δ⁻ {ban_s_delta_minus} vs {n4_s_delta_minus})",
+        paper_short="{ban_sa_ppg} vs {railcap_sa_ppg}",
+        check=_ban_worse_than_cap,
+    ),
+    Claim(
+        claim="TED ≈ Identity (TED − Identity: paired interval within ±0.02, the paper's largest gap 0.018)",
+        name="TED ≈ Identity",
+        paper="largest gap {pythia_ted_sa_ppg} vs {pythia_identity_sa_ppg} (Pythia × GSM8K)",
+        paper_short="{pythia_ted_sa_ppg} vs {pythia_identity_sa_ppg}",
+        check=_ted_like_identity,
+    ),
+    Claim(
+        claim="r̂ is far more stable per question than r⁰¹ (two independent clean batches; ratio ≥ 2)",
+        name="readout stability",
+        paper="mean gap {gap_r01} (r⁰¹) vs {gap_rhat} (r̂), m = {stability_m}: ratio {stability_ratio}",
+        paper_short="{gap_r01} vs {gap_rhat}",
+        check=_readout_stability,
+    ),
+    Claim(
+        claim="Leaked samples collapse onto the greedy trajectory (ROUGE-L to greedy, leaked − unleaked > 0)",
+        name="collapse onto greedy",
+        paper="leaked samples on the greedy path, unleaked ones dispersed (figure only)",
+        paper_short="figure",
+        check=_collapse_onto_greedy,
+    ),
+    Claim(
+        claim=(
+            "At the first ten decoding steps where the models disagree, the clean token is the contaminated model's "
+            "runner-up about half the time (interval meets [0.4, 0.6])"
+        ),
+        name="runner-up about half the time",
+        paper="about half",
+        paper_short="about half",
+        check=_runner_up_half,
+    ),
+)
+
+
+def claims(
+    main: list[dict[str, Any]],
+    railcap: list[dict[str, Any]],
+    figure1: dict[str, Any] | None,
+    stability: dict[str, Any] | None,
+) -> list[list[str]]:
+    """The claims table of one (model, domain): rows of [claim, paper, this setting, verdict], one per claim.
+
+    Args:
+        main: The setting's main-table rows (every strategy at its main setting, All-Zero and the noise floor), as
+            :func:`contamlab.analysis.report.metric_rows` gives them (with ``job`` directories).
+        railcap: The setting's RailCap rows (the Table 4 ablation).
+        figure1: The ``figure1`` block of the setting's identity job, if it ran.
+        stability: The ``stability`` block (Figure 2), if it ran.
+
+    Returns:
+        One row per claim of :data:`CLAIMS`, in order.
+    """
+    setting = Setting(main, railcap, figure1, stability)
+    return [claim.row(setting) for claim in CLAIMS]
 
 
 def _per_question(row: dict[str, Any]) -> dict[str, np.ndarray] | None:
@@ -71,211 +428,3 @@ def _wilson(share: float, n: int) -> tuple[float, float]:
     centre = (share + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return centre - half, centre + half
-
-
-def claims(
-    main: list[dict[str, Any]],
-    railcap: list[dict[str, Any]],
-    figure1: dict[str, Any] | None,
-    stability: dict[str, Any] | None,
-) -> list[list[str]]:
-    """The claims table of one (model, domain): rows of [claim, paper, this setting, verdict].
-
-    Args:
-        main: The setting's main-table rows (every strategy at its main setting, All-Zero and the noise floor), as
-            :func:`contamlab.analysis.report.metric_rows` gives them (with ``job`` directories).
-        railcap: The setting's RailCap rows (the Table 4 ablation).
-        figure1: The ``figure1`` block of the setting's identity job, if it ran.
-        stability: The ``stability`` block (Figure 2), if it ran.
-    """
-    by = {r["strategy_name"]: r for r in main}
-    out: list[list[str]] = []
-
-    # 1-2. Rank reversal; LNE best under G-AP but not under SA-PPG.
-    strategies = _ranked(main, "sa_ppg")
-    if len(strategies) >= 3:
-        best_gap, best_sa = _ranked(main, "g_ap")[0], strategies[0]
-        diff = paired_sappg(best_gap, best_sa) if best_gap is not best_sa else None
-        text = (
-            f"G-AP best: {best_gap['label']} ({_v(best_gap, 'g_ap')}); SA-PPG best: {best_sa['label']} "
-            f"({_v(best_sa, 'sa_ppg')}); SA-PPG({best_gap['label']}) − SA-PPG({best_sa['label']}) = {_diff(diff)}"
-        )
-        reversed_ = diff is not None and diff[1] > 0
-        out.append(
-            [
-                "G-AP and SA-PPG rank the strategies differently (the G-AP best is beaten under SA-PPG, paired "
-                "interval above 0)",
-                "G-AP best: LNE (0.0235); SA-PPG best: RailCap (0.1914), LNE 0.2932",
-                text,
-                REPRODUCED if reversed_ else NOT_REPRODUCED,
-            ]
-        )
-    else:
-        out.append(["G-AP vs SA-PPG rank reversal", "LNE 0.0235 → RailCap 0.1914", "–", NOT_TESTABLE])
-    if "lne" in by and len(strategies) >= 3:
-        gap_rank = [r["strategy_name"] for r in _ranked(main, "g_ap")].index("lne") + 1
-        sa_rank = [r["strategy_name"] for r in strategies].index("lne") + 1
-        out.append(
-            [
-                "LNE-blocking is best under G-AP but not under SA-PPG",
-                "G-AP rank 1 (0.0235); SA-PPG 0.2932, behind Shortcut and RailCap",
-                f"G-AP rank {gap_rank} of {len(strategies)} ({_v(by['lne'], 'g_ap')}); SA-PPG rank {sa_rank} "
-                f"({_v(by['lne'], 'sa_ppg')})",
-                REPRODUCED if gap_rank == 1 and sa_rank > 1 else NOT_REPRODUCED,
-            ]
-        )
-    else:
-        out.append(["LNE best under G-AP, not under SA-PPG", "G-AP 0.0235; SA-PPG 0.2932", "–", NOT_TESTABLE])
-
-    # 3. All-Zero: good under A-PPG, worst under SA-PPG.
-    if "all_zero" in by and "identity" in by:
-        zero, ident = by["all_zero"], by["identity"]
-        worst = max((r for r in main if r["strategy_name"] != "clean_2nd"), key=lambda r: r["all/sa_ppg"])
-        ok = zero["all/a_ppg"] < ident["all/a_ppg"] and worst is zero
-        out.append(
-            [
-                "All-Zero beats Identity under A-PPG but is the worst under SA-PPG",
-                "A-PPG 0.2190 vs Identity 0.3793; SA-PPG 0.4903, worst",
-                f"A-PPG {_v(zero, 'a_ppg')} vs Identity {_v(ident, 'a_ppg')}; SA-PPG {_v(zero, 'sa_ppg')} "
-                f"(worst: {worst['label']})",
-                REPRODUCED if ok else NOT_REPRODUCED,
-            ]
-        )
-    else:
-        out.append(["All-Zero good under A-PPG, worst under SA-PPG", "0.2190 / 0.4903", "–", NOT_TESTABLE])
-
-    # 4. RailCap lowest SA-PPG (paired against the runner-up).
-    if "railcap" in by and len(strategies) >= 2:
-        others = [r for r in strategies if r["strategy_name"] != "railcap"]
-        runner = others[0]
-        diff = paired_sappg(runner, by["railcap"])
-        ok = strategies[0]["strategy_name"] == "railcap" and diff is not None and diff[1] > 0
-        out.append(
-            [
-                "RailCap has the lowest SA-PPG (runner-up − RailCap, paired interval above 0)",
-                "0.1914 vs Shortcut 0.2476 (lowest in all six settings)",
-                f"RailCap {_v(by['railcap'], 'sa_ppg')}; {runner['label']} − RailCap = {_diff(diff)}",
-                REPRODUCED if ok else NOT_REPRODUCED,
-            ]
-        )
-    else:
-        out.append(["RailCap lowest SA-PPG", "0.1914", "–", NOT_TESTABLE])
-
-    # 5-6. The n ablation: the trade, and flatness over n = 3..7; ban vs cap.
-    cap = {r.get("n"): r for r in railcap if r.get("mode") == "cap" and r.get("duplicates", "all") == "all"}
-    if 1 in cap and 4 in cap:
-        n1, n4 = cap[1], cap[4]
-        plus = paired_sappg(n4, n1, metric="s_delta_plus")  # residual contamination grows with n
-        minus = paired_sappg(n1, n4, metric="s_delta_minus")  # collateral damage shrinks with n
-        trade = plus is not None and minus is not None and plus[1] > 0 and minus[1] > 0
-        out.append(
-            [
-                "Raising n from 1 to 4 trades collateral damage (S-Δ⁻ falls) for residual contamination (S-Δ⁺ rises); "
-                "both paired intervals above 0",
-                "n = 1: S-Δ⁺ 0.0215, S-Δ⁻ 0.2218; n = 4: 0.0942, 0.0972",
-                f"n = 1: {_v(n1, 's_delta_plus', False)}, {_v(n1, 's_delta_minus', False)}; "
-                f"n = 4: {_v(n4, 's_delta_plus', False)}, {_v(n4, 's_delta_minus', False)}; "
-                f"S-Δ⁺ rise {_diff(plus)}, S-Δ⁻ fall {_diff(minus)}",
-                REPRODUCED if trade else NOT_REPRODUCED,
-            ]
-        )
-    else:
-        out.append(["n-ablation trades S-Δ⁺ for S-Δ⁻", "0.0215/0.2218 → 0.0942/0.0972", "–", NOT_TESTABLE])
-    mid = [cap[n] for n in range(3, 8) if n in cap]
-    if len(mid) == 5:
-        values = [r["all/sa_ppg"] for r in mid]
-        best = min(mid, key=lambda r: r["all/sa_ppg"])
-        worst = max(mid, key=lambda r: r["all/sa_ppg"])
-        diff = paired_sappg(worst, best)
-        flat = diff is not None and diff[1] <= 0  # the spread is inside the paired noise
-        out.append(
-            [
-                "SA-PPG is flat over n = 3–7 (worst − best within the paired noise)",
-                "all within 0.008 of the best (n = 4, 0.1914)",
-                f"SA-PPG {min(values):.3f}–{max(values):.3f} (best n = {best.get('n')}); "
-                f"n = {worst.get('n')} − n = {best.get('n')} = {_diff(diff)}",
-                REPRODUCED if flat else NOT_REPRODUCED,
-            ]
-        )
-    else:
-        out.append(["flat over n = 3–7", "within 0.008", "–", NOT_TESTABLE])
-    ban = next((r for r in railcap if r.get("mode") == "ban" and r.get("n") == 4), None)
-    if ban is not None and 4 in cap:
-        diff = paired_sappg(ban, cap[4])
-        out.append(
-            [
-                "A hard ban is worse than the cap (ban − cap at n = 4, paired interval above 0)",
-                "0.2190 vs 0.1914 (S-Δ⁻ 0.1464 vs 0.0972)",
-                f"ban {_v(ban, 'sa_ppg', False)} vs cap {_v(cap[4], 'sa_ppg', False)}: {_diff(diff)}",
-                REPRODUCED if diff is not None and diff[1] > 0 else NOT_REPRODUCED,
-            ]
-        )
-    else:
-        out.append(["ban worse than cap", "0.2190 vs 0.1914", "–", NOT_TESTABLE])
-
-    # 7. TED ≈ Identity.
-    if "ted" in by and "identity" in by:
-        diff = paired_sappg(by["ted"], by["identity"])
-        near = diff is not None and diff[1] >= -0.02 and diff[2] <= 0.02
-        out.append(
-            [
-                "TED ≈ Identity (TED − Identity: paired interval within ±0.02, the paper's largest gap 0.018)",
-                "largest gap 0.2131 vs 0.1950 (Pythia × GSM8K)",
-                f"TED {_v(by['ted'], 'sa_ppg')}, Identity {_v(by['identity'], 'sa_ppg')}; difference {_diff(diff)}",
-                REPRODUCED if near else NOT_REPRODUCED,
-            ]
-        )
-    else:
-        out.append(["TED ≈ Identity", "0.2131 vs 0.1950", "–", NOT_TESTABLE])
-
-    # 8. Readout stability (Figure 2).
-    if stability and stability.get("gap_r01") is not None and stability.get("gap_rhat") is not None:
-        ratio = stability["gap_r01"] / stability["gap_rhat"] if stability["gap_rhat"] else math.inf
-        out.append(
-            [
-                "r̂ is far more stable per question than r⁰¹ (two independent clean batches; ratio ≥ 2)",
-                "mean gap 0.190 (r⁰¹) vs 0.041 (r̂), m = 50: ratio 4.6",
-                f"{stability['gap_r01']:.3f} vs {stability['gap_rhat']:.3f} at m = {stability['m']}: ratio {ratio:.1f}",
-                REPRODUCED if ratio >= 2 else NOT_REPRODUCED,
-            ]
-        )
-    else:
-        out.append(["readout stability", "0.190 vs 0.041", "–", NOT_TESTABLE])
-
-    # 9-10. Figure 1 (a group with no question or no divergence step has null statistics in results.json).
-    if figure1 and all(figure1[g]["rouge_l_mean"] is not None for g in ("leaked", "unleaked")):
-        lk, un = figure1["leaked"], figure1["unleaked"]
-        lo_hi = figure1.get("rouge_l_diff_ci")
-        gap = lk["rouge_l_mean"] - un["rouge_l_mean"]
-        ci = f" [{lo_hi[0]:+.3f}, {lo_hi[1]:+.3f}]" if lo_hi else ""
-        ok = lo_hi[0] > 0 if lo_hi else gap > 0
-        out.append(
-            [
-                "Leaked samples collapse onto the greedy trajectory (ROUGE-L to greedy, leaked − unleaked > 0)",
-                "leaked samples on the greedy path, unleaked ones dispersed (figure only)",
-                f"ROUGE-L {lk['rouge_l_mean']:.3f} leaked vs {un['rouge_l_mean']:.3f} unleaked: {gap:+.3f}{ci}",
-                REPRODUCED if ok else NOT_REPRODUCED,
-            ]
-        )
-    else:
-        out.append(["collapse onto greedy", "figure", "–", NOT_TESTABLE])
-    steps = {g: int(figure1[g]["divergence_steps"]) for g in ("leaked", "unleaked")} if figure1 else {}
-    if steps and all(steps.values()):
-        shares, verdicts = [], []
-        for name in ("leaked", "unleaked"):
-            n, share = steps[name], figure1[name]["rank2_share"]
-            lo, hi = _wilson(share, n)
-            shares.append(f"{name} {share:.2f} [{lo:.2f}, {hi:.2f}] of {n} steps")
-            verdicts.append(lo <= 0.6 and hi >= 0.4)
-        out.append(
-            [
-                "At the first ten decoding steps where the models disagree, the clean token is the contaminated "
-                "model's runner-up about half the time (interval meets [0.4, 0.6])",
-                "about half",
-                "; ".join(shares),
-                REPRODUCED if all(verdicts) else NOT_REPRODUCED,
-            ]
-        )
-    else:
-        out.append(["runner-up about half the time", "about half", "–", NOT_TESTABLE])
-    return out
