@@ -36,12 +36,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## Create .venv and install contamlab with pinned dependencies
 
-# Two pytest workers (pytest-xdist). The default tier trains no full world: the detection end-to-end test uses a
-# small one (about 30 s); the calibrated default world is the slow tier's (make test-slow), and make calibrate's.
-# TEST_WORKERS=0 runs everything in one process. The 25 slowest tests are printed.
+# Two pytest workers (pytest-xdist). The default tier trains no full world: the detection, audit and smoke tests share
+# a small one; the calibrated default world is the slow tier's (make test-slow), and make calibrate's.
+# TEST_WORKERS=0 runs everything in one process. The 25 slowest tests are printed (docs/performance.md).
 TEST_WORKERS ?= 2
 
-test: $(STAMP) ## Run the test suite (CPU, offline, about 9 minutes on 2 cores)
+test: $(STAMP) ## Run the test suite (CPU, offline, about 7 minutes on 2 cores)
 	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 test-slow: $(STAMP) ## Also the slow tier: the calibrated default world, SmolLM2, a short make smollm2-run
