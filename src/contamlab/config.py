@@ -61,8 +61,8 @@ def busy_cores(window_s: float = 0.5) -> float:
 def auto_threads() -> int:
     """The cores not already busy: all of them minus the cores in use now (:func:`busy_cores`, rounded), at least one.
 
-    Two threads on a two-core machine whose other core is busy ran the base stage at 830 tok/s (half of it system
-    time) against 3,700 tok/s on one thread, so ``auto`` takes only the idle cores.
+    Oversubscribed threads run several times slower than fewer ones on idle cores (docs/performance.md#pre-training),
+    so ``auto`` takes only the idle cores.
     """
     import os
 
