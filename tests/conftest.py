@@ -1,8 +1,8 @@
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+import prewarmed
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,7 +89,7 @@ def train_world(cwd: Path, *overrides: str) -> None:
     """The real train.py on the arith world in ``cwd``."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     args = [sys.executable, str(REPO / "train.py"), "domain=arith", "logger=csv", *overrides]
-    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
+    result = prewarmed.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 

@@ -6,6 +6,8 @@ import sys
 import time
 from pathlib import Path
 
+import prewarmed
+
 REPO = Path(__file__).resolve().parents[1]
 TINY = [
     # The default world's forms at a plumbing size, with world v1's terse solutions: a one-layer model writes some
@@ -46,7 +48,7 @@ def train(tmp: Path, *overrides: str, wait: bool = True, tag: str = "run"):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if not wait:
         return subprocess.Popen(args, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return subprocess.run(args, cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
+    return prewarmed.run(args, cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
 
 
 def stage_dirs(tmp: Path) -> dict[str, Path]:
@@ -64,7 +66,7 @@ def make_trained(tmp_path_factory):
     return tmp, result, time.perf_counter() - t0
 
 
-def evaluate(tmp: Path, *overrides: str, multirun: bool = False, tag: str = "eval"):
+def evaluate(tmp: Path, *overrides: str, multirun: bool = False, tag: str = "eval", fresh: bool = False):
     """Run the real evaluate.py on the tiny world trained under ``tmp``."""
     own_logger = any(o.startswith("logger=") for o in overrides)
     sweep = [f"hydra.sweep.dir={tmp / 'sweeps' / tag}"] if multirun else [f"hydra.run.dir={tmp / 'runs' / tag}"]
@@ -82,4 +84,4 @@ def evaluate(tmp: Path, *overrides: str, multirun: bool = False, tag: str = "eva
         *sweep,
         *overrides,
     ]
-    return subprocess.run(args, cwd=tmp, capture_output=True, text=True, timeout=600)
+    return prewarmed.run(args, cwd=tmp, capture_output=True, text=True, timeout=600, fresh=fresh)

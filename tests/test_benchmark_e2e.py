@@ -6,9 +6,9 @@
 """
 
 import json
-import subprocess
 import sys
 
+import prewarmed
 from e2e import REPO, TINY, evaluate, stage_dirs, train
 
 
@@ -29,7 +29,7 @@ def audit(tmp, *overrides: str, tag: str = "audit", world: bool = True):
         f"hydra.run.dir={tmp / f'audit-{tag}'}",
         *overrides,
     ]
-    return subprocess.run(args, cwd=tmp, capture_output=True, text=True, timeout=600)
+    return prewarmed.run(args, cwd=tmp, capture_output=True, text=True, timeout=600)
 
 
 def test_arith_mc_trains_and_evaluates(tmp_path):
@@ -116,7 +116,7 @@ def test_a_jsonl_benchmark_with_only_a_yaml(trained, tmp_path):
     ]
     for tag, flags, extra in runs:
         where = f"hydra.sweep.dir={tmp_path / tag}" if flags else f"hydra.run.dir={tmp_path / tag}"
-        done = subprocess.run(
+        done = prewarmed.run(
             [sys.executable, str(REPO / "evaluate.py"), *flags, *common, *extra, where],
             capture_output=True,
             text=True,

@@ -6,12 +6,12 @@ import dataclasses
 import hashlib
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import prewarmed
 import pytest
 
 from contamlab.config import build, compose
@@ -182,10 +182,10 @@ def test_packaged_model_dir_script(tmp_path: Path) -> None:
     (converted / MARKER_FILENAME).write_text("{}")
     script = str(REPO / "scripts" / "packaged_model_dir.py")
     run = [sys.executable, script, "gemma3", f"paths.cache_dir={tmp_path}"]
-    done = subprocess.run(run, capture_output=True, text=True, timeout=60, cwd=tmp_path, env={**os.environ})
+    done = prewarmed.run(run, capture_output=True, text=True, timeout=60, cwd=tmp_path, env={**os.environ})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(converted)
-    bad = subprocess.run([sys.executable, script, "pythia"], capture_output=True, text=True, timeout=60)
+    bad = prewarmed.run([sys.executable, script, "pythia"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "usage" in bad.stderr
 
 

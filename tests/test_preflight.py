@@ -6,10 +6,10 @@ trained model, so a job that got past its checks would fail later with another m
 
 import json
 import os
-import subprocess
 import sys
 import time
 
+import prewarmed
 import pytest
 from e2e import REPO, TINY
 
@@ -25,7 +25,7 @@ def _run(script: str, tmp, *overrides: str, env: dict | None = None, multirun: b
     run_dir = f"hydra.sweep.dir={tmp / 'sweep'}" if multirun else f"hydra.run.dir={tmp / 'run'}"
     args += [run_dir, f"paths.models_dir={tmp / 'models'}", f"paths.cache_dir={tmp / 'cache'}"]
     started = time.perf_counter()
-    done = subprocess.run(args, cwd=tmp, capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
+    done = prewarmed.run(args, cwd=tmp, capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
     return done, time.perf_counter() - started
 
 

@@ -2,9 +2,9 @@
 
 import json
 import shutil
-import subprocess
 import sys
 
+import prewarmed
 from e2e import REPO, evaluate
 
 
@@ -43,7 +43,7 @@ def test_ablation_grid_and_report(trained):
     root = tmp / "tree_report"
     shutil.copytree(sweep, root / "sweep")
     shutil.copytree(tmp / "runs" / "tree", root / "run")
-    done = subprocess.run(
+    done = prewarmed.run(
         [sys.executable, "-m", "contamlab.analysis.report", str(root)], capture_output=True, text=True, cwd=REPO
     )
     assert done.returncode == 0, done.stderr

@@ -3,10 +3,10 @@
 import json
 import math
 import signal
-import subprocess
 import sys
 import time
 
+import prewarmed
 import pytest
 from e2e import REPO, TINY, evaluate, stage_dirs, train
 
@@ -96,7 +96,7 @@ def test_bad_config_exits_with_one_line(tmp_path, override, message):
 
 def test_calibration_script_runs(trained):
     tmp, _, _ = trained
-    result = subprocess.run(
+    result = prewarmed.run(
         [
             sys.executable,
             str(REPO / "scripts" / "calibrate.py"),

@@ -1,9 +1,9 @@
 """Benchmark Transparency Card: filled in from a trained stage directory, and the blank template."""
 
 import json
-import subprocess
 import sys
 
+import prewarmed
 import pytest
 from e2e import REPO, stage_dirs
 
@@ -35,7 +35,7 @@ def test_card_from_trained_stages(trained, tmp_path):
     assert json.loads(js.read_text())["benchmarks"][0]["benchmark"] == "arith"
     with pytest.raises(ContamlabError, match="train_summary.json"):
         card_from_stage(tmp_path)
-    result = subprocess.run(
+    result = prewarmed.run(
         [sys.executable, str(REPO / "scripts" / "transparency_card.py"), str(stages["clean"]), "--out", str(tmp_path)],
         capture_output=True,
         text=True,

@@ -1,10 +1,10 @@
 """Every bad value stops the job before any model loads: one line naming the field, exit status 2."""
 
 import re
-import subprocess
 import sys
 import time
 
+import prewarmed
 import pytest
 from e2e import REPO, evaluate, train
 
@@ -99,7 +99,7 @@ def test_headline_command_on_a_cpu_says_what_to_run(tmp_path):
     """`evaluate.py -m strategy=railcap,lne,ted model=pythia` with no trained Pythia: valid values, working commands."""
     args = [sys.executable, str(REPO / "evaluate.py"), "-m", "strategy=railcap,lne,ted", "model=pythia"]
     args += [f"paths.models_dir={tmp_path / 'models'}", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
-    result = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    result = prewarmed.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stdout + result.stderr
     (line,) = [x for x in result.stderr.splitlines() if x.startswith("contamlab: error:")]
     assert "model=pythia-12b" not in line and "model=pythia " in line  # the option, not the model's name

@@ -8,9 +8,9 @@ reproduce`` check it too).
 
 import csv
 import json
-import subprocess
 import sys
 
+import prewarmed
 import pytest
 from conftest import train_world
 from e2e import REPO, SMALL_WORLD
@@ -37,7 +37,7 @@ def _loss_detection(cwd, tmp_path, *overrides: str) -> dict:
         f"paths.cache_dir={tmp_path / 'cache'}",
         f"hydra.run.dir={tmp_path / 'run'}",
     ]
-    result = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=900)
+    result = prewarmed.run(args, cwd=cwd, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
     det = json.loads((tmp_path / "run" / "results.json").read_text())["detection"]
     # The AUROCs recomputed from the per-question scores with scikit-learn's own function.

@@ -23,9 +23,7 @@ from dataclasses import dataclass
 
 import torch
 from tqdm.auto import tqdm
-from transformers.cache_utils import DynamicLayer
 
-from contamlab.decoding.kv_cache import growing_cache
 from contamlab.detectors.scoring import default_batch_tokens, length_batches
 from contamlab.models.padding import pad_batch
 
@@ -98,6 +96,8 @@ def teacher_forced_ngrams(
         Per job the continuation ids (at most ``n``): those of ``greedy_continuations(model, [prompt], n)`` up to float
         rounding of the other batch shapes.
     """
+    from transformers.cache_utils import DynamicLayer  # here, not at import: validating a config needs none
+
     device = next(model.parameters()).device
     head = list(head)
     full = {i: (head + seq)[:max_positions] if max_positions else head + seq for i, seq in texts.items()}
@@ -202,6 +202,8 @@ def _continue_from_cache(model, rows: list[_Row], out: list[list[int]], eos_id: 
     Each row's prefix KV is right-aligned in one width and the left padding masked, as a left-padded prefill leaves
     it; then the rows decode together, each for its own number of steps (or to EOS, which is not kept).
     """
+    from contamlab.decoding.kv_cache import growing_cache
+
     device = next(model.parameters()).device
     count = len(rows)
     lengths = torch.tensor([row.length for row in rows], device=device)  # [R]

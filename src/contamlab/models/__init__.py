@@ -7,9 +7,24 @@ A ``model=`` config builds a :class:`~contamlab.models.spec.ModelSpec` (one clas
 Imports only ``data``, ``io`` and ``errors``.
 """
 
-from contamlab.models.loading import load_causal_lm, load_tokenizer
+from typing import TYPE_CHECKING
+
 from contamlab.models.spec import HubModel, ModelSpec, SmolLM2Model, TinyModel
 from contamlab.models.store import ModelStore, model_identity
+
+if TYPE_CHECKING:
+    from contamlab.models.loading import load_causal_lm, load_tokenizer
+
+
+def __getattr__(name: str):
+    # The loaders import transformers (3-4 s of CPU): only on use, so that a config's validation, which imports the
+    # spec and store of every group, reports a bad value before transformers loads.
+    if name in ("load_causal_lm", "load_tokenizer"):
+        from contamlab.models import loading
+
+        return getattr(loading, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "HubModel",

@@ -1,6 +1,8 @@
 """Loading causal LMs from a hub id, a local directory (full weights or a peft adapter), or a packaged GGUF.
 
-``trust_remote_code`` stays off unless a model config turns it on explicitly.
+``trust_remote_code`` stays off unless a model config turns it on explicitly. transformers is imported by the
+functions that load (3-4 s of CPU on a small machine), not with the module: the model store and every config's
+validation import this module, and a bad config value is reported before transformers loads.
 """
 
 from __future__ import annotations
@@ -9,14 +11,16 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from contamlab.errors import ContamlabError
 from contamlab.io import looks_like_path
 from contamlab.models.placement import DTYPES, resolve_dtype
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 __all__ = ["DTYPES", "convert_gguf", "load_causal_lm", "load_tokenizer", "looks_like_path", "resolve_dtype"]
 
@@ -41,6 +45,8 @@ def read_adapter(path: str | Path) -> Adapter | None:
 
 def load_tokenizer(source: str | Path, trust_remote_code: bool = False, **kwargs: Any) -> PreTrainedTokenizerBase:
     """Load a tokenizer and make sure it can pad (EOS doubles as padding when the model has no pad token)."""
+    from transformers import AutoTokenizer
+
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(source), trust_remote_code=trust_remote_code, **kwargs)
     except (OSError, ValueError) as err:
@@ -87,6 +93,8 @@ def load_causal_lm(
         return PeftModel.from_pretrained(model, str(path)).eval()
     if looks_like_path(str(source)) and not path.is_dir():
         raise ContamlabError(f"model directory {path} not found (train it first with train.py, or fix the path)")
+    from transformers import AutoModelForCausalLM
+
     try:
         model = AutoModelForCausalLM.from_pretrained(
             str(source),
@@ -115,6 +123,7 @@ def convert_gguf(gguf: Path, out_dir: Path) -> dict[str, Any]:
         Provenance metadata for the completion marker.
     """
     import transformers
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     gguf_model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
