@@ -38,10 +38,11 @@ install: $(STAMP) ## Create .venv and install contamlab with pinned dependencies
 
 # Two pytest workers (pytest-xdist). The default tier trains no full world: the detection, audit and smoke tests share
 # a small one; the calibrated default world is the slow tier's (make test-slow), and make calibrate's.
-# TEST_WORKERS=0 runs everything in one process. The 25 slowest tests are printed (docs/performance.md).
+# TEST_WORKERS=0 runs everything in one process. The 25 slowest tests are printed (docs/performance.md). The end-to-end
+# tests' processes fork from a Python that has imported torch once (tests/prewarmed.py); CONTAMLAB_TEST_PREWARM=0: plain.
 TEST_WORKERS ?= 2
 
-test: $(STAMP) ## Run the test suite (CPU, offline, about 7 minutes on 2 cores)
+test: $(STAMP) ## Run the test suite (CPU, offline, about 4 minutes on 2 cores)
 	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 test-slow: $(STAMP) ## Also the slow tier: the calibrated default world, SmolLM2, a short make smollm2-run
