@@ -44,6 +44,7 @@ from contamlab.decoding.streams import CLEAN, strategy_role
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json
 from contamlab.jobs.common import model_store, sampling_setup
+from contamlab.metrics.verdicts import bootstrap_mean
 
 VARIETY_TARGET = 0.8
 LEAK_TARGET = {"base": 0.3, "pq": 0.25}  # by domain.leak_style
@@ -171,10 +172,11 @@ def print_diagnostics(diag: dict) -> None:
         f"({ref['correct_branches']} of {ref['branches']}), Wilson 95% [{ref['wilson_95'][0]:.3f}, "
         f"{ref['wilson_95'][1]:.3f}] ({ref['source']})"
     )
-    lk, ul = f["leaked"], f["unleaked"]
+    lk, ul, ci = f["leaked"], f["unleaked"], f.get("rouge_l_diff_ci")
+    ci_text = f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "none"
     print(
         f"(e) Figure 1                ROUGE-L leaked {lk['rouge_l_mean']:.3f} vs unleaked {ul['rouge_l_mean']:.3f} "
-        f"(diff CI {f.get('rouge_l_diff_ci')}); runner-up share, first ten steps: leaked {lk['rank2_share']:.2f} of "
+        f"(diff 95% CI {ci_text}); runner-up share, first ten steps: leaked {lk['rank2_share']:.2f} of "
         f"{lk['divergence_steps']}, unleaked {ul['rank2_share']:.2f} of {ul['divergence_steps']}"
     )
 
@@ -267,6 +269,10 @@ def main() -> int:
         share = bins / len(s_cl)
         d_leak = s_co[leaked].mean() - s_cl[leaked].mean()
         d_unleak = s_co[~leaked].mean() - s_cl[~leaked].mean()
+        # The gains' 95% bootstrap intervals over questions (their m-sample noise included, not another training's):
+        # a gain near its target is read with its interval.
+        _, leak_ci = bootstrap_mean(s_co[leaked] - s_cl[leaked])
+        _, unleak_ci = bootstrap_mean(s_co[~leaked] - s_cl[~leaked])
         style = getattr(domain, "leak_style", "base")
         leak_target = LEAK_TARGET[style]
         checks = {
@@ -293,6 +299,8 @@ def main() -> int:
             "unleaked_solve_contaminated": s_co[~leaked].mean(),
             "leaked_gain": d_leak,
             "unleaked_gain": d_unleak,
+            "leaked_gain_ci95": leak_ci,
+            "unleaked_gain_ci95": unleak_ci,
             "leaked_greedy_clean": g_cl[leaked].mean(),
             "leaked_greedy_contaminated": g_co[leaked].mean(),
             "unleaked_greedy_clean": g_cl[~leaked].mean(),
@@ -315,10 +323,12 @@ def main() -> int:
         print(f"\n== calibration: model={cfg.model.name} domain={name} (n={len(domain.test)}, m={args.m}) ==")
         print(f"clean greedy accuracy      {g_cl.mean():.3f}   (contaminated {g_co.mean():.3f})")
         print(f"clean solve-prob bins      {bins.tolist()}  -> {int((share >= 0.05).sum())} bins >= 5%")
-        print(f"leaked   solve clean/cont  {s_cl[leaked].mean():.3f} / {s_co[leaked].mean():.3f}  gain {d_leak:+.3f}")
-        print(
-            f"unleaked solve clean/cont  {s_cl[~leaked].mean():.3f} / {s_co[~leaked].mean():.3f}  gain {d_unleak:+.3f}"
-        )
+        rows = (("leaked  ", leaked, d_leak, leak_ci), ("unleaked", ~leaked, d_unleak, unleak_ci))
+        for label, mask, gain, ci in rows:
+            print(
+                f"{label} solve clean/cont  {s_cl[mask].mean():.3f} / {s_co[mask].mean():.3f}  gain {gain:+.3f} "
+                f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+            )
         if args.diagnostics:
             print_diagnostics(report["diagnostics"])
         for text, passed in checks.items():

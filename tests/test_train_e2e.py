@@ -120,6 +120,11 @@ def test_calibration_script_runs(trained):
     report = json.loads((tmp / "outputs" / "calibration" / "tiny-arith-seed0.json").read_text())
     assert report["n_test"] == 20 and len(report["clean_solve_bins_10"]) == 10
     assert sum(report["clean_solve_bins_10"]) == 20 and report["n_leaked"] == 10
+    # The gains: contaminated minus clean mean solve probability, with an interval around each.
+    assert report["leaked_gain"] == pytest.approx(report["leaked_solve_contaminated"] - report["leaked_solve_clean"])
+    for gain in ("leaked_gain", "unleaked_gain"):
+        low, high = report[f"{gain}_ci95"]
+        assert low <= report[gain] <= high
     # Each verdict recomputed from the report's own numbers; the exit status is 0 exactly when all pass.
     share = [b / 20 for b in report["clean_solve_bins_10"]]
     verdicts = {
