@@ -267,12 +267,11 @@ def main() -> int:
         g_co, s_co, w_co, cont_run = evaluate(cfg, domain, cont_src, strategy_role("identity"))
         bins = np.bincount(np.minimum((s_cl * 10).astype(int), 9), minlength=10)
         share = bins / len(s_cl)
-        d_leak = s_co[leaked].mean() - s_cl[leaked].mean()
-        d_unleak = s_co[~leaked].mean() - s_cl[~leaked].mean()
-        # The gains' 95% bootstrap intervals over questions (their m-sample noise included, not another training's):
-        # a gain near its target is read with its interval.
-        _, leak_ci = bootstrap_mean(s_co[leaked] - s_cl[leaked])
-        _, unleak_ci = bootstrap_mean(s_co[~leaked] - s_cl[~leaked])
+        # Each gain (the mean per-question difference = the difference of the means) with its 95% bootstrap interval
+        # over questions (their m-sample noise included, not another training's): a gain near its target is read with
+        # its interval.
+        d_leak, leak_ci = bootstrap_mean(s_co[leaked] - s_cl[leaked])
+        d_unleak, unleak_ci = bootstrap_mean(s_co[~leaked] - s_cl[~leaked])
         style = getattr(domain, "leak_style", "base")
         leak_target = LEAK_TARGET[style]
         checks = {
