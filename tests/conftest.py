@@ -15,20 +15,40 @@ def _root(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("root")
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch, _root):
+def _set_test_env(mp: pytest.MonkeyPatch, root: Path) -> None:
     """Tests run offline, W&B off, with the shared data copy, and never write into the checkout's outputs/."""
-    monkeypatch.setenv("CONTAMLAB_ROOT", str(_root))
+    mp.setenv("CONTAMLAB_ROOT", str(root))
     for name in ("CONTAMLAB_MODELS_DIR", "CONTAMLAB_CACHE_DIR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("CONTAMLAB_DATA_DIR", str(DATA))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("WANDB_MODE", os.environ.get("WANDB_MODE", "disabled"))
+        mp.delenv(name, raising=False)
+    mp.setenv("CONTAMLAB_DATA_DIR", str(DATA))
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    mp.setenv("HF_DATASETS_OFFLINE", "1")
+    mp.setenv("WANDB_MODE", WANDB_MODE)
     # huggingface_hub reads HF_HUB_OFFLINE at import time; make the offline mode hold in-process too.
     import huggingface_hub.constants
 
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    mp.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+
+
+WANDB_MODE = os.environ.get("WANDB_MODE", "disabled")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_env(_root):
+    """The test environment for the session fixtures too (the trained worlds), which run before any test's.
+
+    A worker's prewarmed server (tests/prewarmed.py) takes the environment of its first run, which may be a session
+    fixture's: the same environment as the tests' lets every later run fork from it.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        _set_test_env(mp, _root)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch, _root):
+    """The test environment again for each test, so that one test's changes to it end with that test."""
+    _set_test_env(monkeypatch, _root)
 
 
 @pytest.fixture(scope="session")

@@ -260,10 +260,15 @@ def _read(path: Path) -> str:
     return path.read_text(errors="backslashreplace") if path.exists() else ""
 
 
-def compatible(env: dict[str, str], server_env: dict[str, str]) -> bool:
-    """Whether a run with ``env`` may fork from a server started with ``server_env`` (:data:`IMPORT_TIME_ENV`)."""
+def differing(env: dict[str, str], server_env: dict[str, str]) -> list[str]:
+    """The import-time variables (:data:`IMPORT_TIME_ENV`) in which ``env`` and ``server_env`` differ."""
     keys = {k for k in (*env, *server_env) if k.startswith(IMPORT_TIME_ENV)}
-    return all(env.get(k) == server_env.get(k) for k in keys)
+    return sorted(k for k in keys if env.get(k) != server_env.get(k))
+
+
+def compatible(env: dict[str, str], server_env: dict[str, str]) -> bool:
+    """Whether a run with ``env`` may fork from a server started with ``server_env``."""
+    return not differing(env, server_env)
 
 
 _server: _Server | None = None

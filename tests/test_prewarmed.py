@@ -40,7 +40,8 @@ PROBE = textwrap.dedent(
 def _both(args, **kwargs):
     before = dict(prewarmed.runs)
     warm = prewarmed.run(args, **kwargs)
-    assert prewarmed.runs["prewarmed"] == before["prewarmed"] + 1, "the run did not fork from the server"
+    differ = prewarmed.differing(kwargs.get("env", os.environ), prewarmed._server.env if prewarmed._server else {})
+    assert prewarmed.runs["prewarmed"] == before["prewarmed"] + 1, f"the run did not fork from the server: {differ}"
     plain = subprocess.run(args, capture_output=True, text=True, **kwargs)
     return warm, plain
 
@@ -99,6 +100,17 @@ def test_a_timeout_kills_the_run_and_its_children(tmp_path):
     (tmp_path / "after.py").write_text("print('after')\n")
     ok = prewarmed.run([sys.executable, str(tmp_path / "after.py")], cwd=tmp_path, timeout=30)  # the server goes on
     assert ok.returncode == 0 and ok.stdout == "after\n"
+
+
+@pytest.fixture(scope="session")
+def session_fixture_env():
+    """The environment a session fixture (a trained world's, which may start the server) runs in."""
+    return dict(os.environ)
+
+
+def test_session_fixtures_run_in_the_tests_environment(session_fixture_env):
+    """A server started by a session fixture serves the tests' runs: no import-time variable differs."""
+    assert prewarmed.differing(session_fixture_env, dict(os.environ)) == []
 
 
 def test_an_import_time_variable_or_fresh_means_a_plain_subprocess(tmp_path):
