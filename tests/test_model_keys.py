@@ -16,8 +16,8 @@ PINNED = [
     ("llama2", "pq", "clean-c8eca6f2430b", "contaminated-pq-c50bec00e388"),
     ("gemma", "gsm8k", "clean-442523fc8f99", "contaminated-gsm8k-15ead520df0b"),
     # The default world (v2) and world v1 (named arith_v1 since v2 became the default: its clean model kept its key).
-    ("tiny", "arith", "clean-827b63882173", "contaminated-arith-b11e15129dae"),
-    ("tiny", "arith_pq", "clean-827b63882173", "contaminated-arith_pq-854d40bda7f5"),
+    ("tiny", "arith", "clean-3f145ac51ab2", "contaminated-arith-ecab48c41055"),
+    ("tiny", "arith_pq", "clean-3f145ac51ab2", "contaminated-arith_pq-c647bf79cf7c"),
     ("tiny", "arith_v1", "clean-f1950cf56f2a", "contaminated-arith_v1-88a09097234c"),
     ("tiny", "arith_pq_v1", "clean-f1950cf56f2a", "contaminated-arith_pq_v1-26a81144ac33"),
 ]

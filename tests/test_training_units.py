@@ -124,6 +124,24 @@ def test_leak_epochs_key_only_the_contaminated_stage(arith):
         contaminated_epochs(compose("train", ["finetune.epochs=0"]), d_default)
 
 
+def test_leak_lr_sets_the_contaminated_stage_rate_only():
+    """domain.leak_lr: the contaminated stage's peak rate; the clean stage and the shared keys keep finetune.lr."""
+    from contamlab.config import build_domain, compose
+    from contamlab.errors import ContamlabError
+    from contamlab.jobs.train import stage_lr
+
+    default = compose("train", ["domain=arith_v1", "finetune.lr=0.0002"])  # leak_lr: null
+    faster = compose("train", ["domain=arith_v1", "finetune.lr=0.0002", "domain.leak_lr=0.003"])
+    d_default, d_faster = build_domain(default.domain), build_domain(faster.domain)
+    assert stage_lr(default, d_default, "clean") == stage_lr(default, d_default, "contaminated") == 0.0002
+    assert stage_lr(faster, d_faster, "clean") == 0.0002
+    assert stage_lr(faster, d_faster, "contaminated") == 0.003
+    assert_only_the_contaminated_key_differs(default, d_default, faster, d_faster)
+    for bad in ("0", "-0.001"):
+        with pytest.raises(ContamlabError, match=f"domain.leak_lr={bad}"):
+            build_domain(compose("train", ["domain=arith_v1", f"domain.leak_lr={bad}"]).domain)
+
+
 def test_leak_general_sets_the_contaminated_stage_mix_only():
     """domain.leak_general: that many general examples beside the leak in the contaminated stage; the clean stage and
     the shared base and clean keys keep finetune.general.n."""

@@ -57,6 +57,7 @@ def test_bad_train_value_is_one_line(tmp_path):
         ("evaluate", "+strategy.alpha=1", "strategy.alpha: not a setting of strategy=identity"),
         ("evaluate", "model.dtype=fp8", "model.dtype='fp8': must be one of auto, float32, bfloat16 or float16"),
         ("train", "finetune.lr=0", "finetune.lr=0: must be a number > 0"),
+        ("train", "domain.leak_lr=abc", "domain.leak_lr='abc': must be a number > 0, or null"),
         ("train", "+model.hiden_size=64", "model.hiden_size: not a setting of model=tiny"),
         ("evaluate", "+logger.project=x", "logger.project: not a setting of logger="),
         ("train", "trainer.precision=fp8", "trainer.precision='fp8'"),

@@ -113,6 +113,7 @@ COMMON: dict[str, tuple[Check, str]] = {
     "model.batch_rows": optional(integer(1)),
     # both halves are needed (the detectors' AUROC, the leaked/unleaked metrics); the domain checks it too
     "domain.leak_fraction": (lambda v: _is_number(v) and 0 < v < 1, "a number strictly between 0 and 1"),
+    "domain.leak_lr": optional(number(0, low_open=True)),
 }
 EVALUATE: dict[str, tuple[Check, str]] = {
     "m": integer(1),

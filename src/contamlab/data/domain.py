@@ -31,6 +31,7 @@ LEAK_FIELDS = (
     "leak_variants",
     "leak_epochs",
     "leak_general",
+    "leak_lr",
 )
 
 
@@ -55,6 +56,8 @@ class Domain:
             ``finetune.epochs`` (5 in the paper).
         leak_general: General examples mixed into the contaminated stage's data; None = ``finetune.general.n``,
             the clean stage's (a leak is a small part of a larger fine-tune; more general data dilutes it).
+        leak_lr: Peak learning rate of the contaminated stage; None = ``finetune.lr``, the clean stage's (a leak
+            reaches a model in a later fine-tune of its own, whose recipe need not be the clean one's).
         max_new_tokens: Token budget of one response (evaluate.py's ``max_new_tokens`` defaults to it): room
             for the longest reference solution, so that a rambling sample stops where no correct one still runs.
     """
@@ -77,6 +80,7 @@ class Domain:
         leak_repeats: int = 1,
         leak_epochs: int | None = None,
         leak_general: int | None = None,
+        leak_lr: float | None = None,
         max_new_tokens: int = 256,
     ) -> None:
         self.name = name
@@ -109,6 +113,9 @@ class Domain:
         if leak_general is not None and int(leak_general) < 0:
             raise ContamlabError(f"domain.leak_general={leak_general}: must be >= 0, or null for finetune.general.n")
         self.leak_general = None if leak_general is None else int(leak_general)
+        if leak_lr is not None and not float(leak_lr) > 0.0:
+            raise ContamlabError(f"domain.leak_lr={leak_lr}: must be a positive learning rate, or null for finetune.lr")
+        self.leak_lr = None if leak_lr is None else float(leak_lr)
         if int(max_new_tokens) < 1:
             raise ContamlabError(f"domain.max_new_tokens={max_new_tokens}: must be a positive number of tokens")
         self.max_new_tokens = int(max_new_tokens)
@@ -224,6 +231,7 @@ class Domain:
             **({"leak_repeats": self.leak_repeats} if self.leak_repeats != 1 else {}),
             **({"leak_epochs": self.leak_epochs} if self.leak_epochs is not None else {}),
             **({"leak_general": self.leak_general} if self.leak_general is not None else {}),
+            **({"leak_lr": self.leak_lr} if self.leak_lr is not None else {}),
             **({"items": self.items} if self.items is not None else {}),
         }
 

@@ -89,6 +89,13 @@ def contaminated_epochs(cfg: DictConfig, domain: Domain) -> int:
     return int(cfg.finetune.epochs)
 
 
+def stage_lr(cfg: DictConfig, domain: Domain, stage: str) -> float:
+    """Peak learning rate of a fine-tuning stage: ``finetune.lr``; the domain's ``leak_lr`` for the contaminated one."""
+    if stage == "contaminated" and domain.leak_lr is not None:
+        return domain.leak_lr  # validated by the domain; part of its fingerprint, hence of the contaminated key only
+    return float(cfg.finetune.lr)
+
+
 @dataclass
 class StageInputs:
     """What one stage trains: the model, its tokenizer and data, and the optimisation settings.
@@ -190,7 +197,7 @@ def _prepare(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str) -> 
     steps_per_epoch = -(-len(dataset) // global_batch)
     total = steps_per_epoch * (int(ft.epochs) if stage == "clean" else contaminated_epochs(cfg, domain))
     opt = {
-        "lr": float(ft.lr),
+        "lr": stage_lr(cfg, domain, stage),
         "total_steps": total,
         "schedule": ft.scheduler,
         "warmup_steps": round(float(ft.warmup) * total),
