@@ -15,6 +15,9 @@ def _root(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("root")
 
 
+WANDB_MODE = os.environ.get("WANDB_MODE", "disabled")  # the caller's choice, read once before any test changes it
+
+
 def _set_test_env(mp: pytest.MonkeyPatch, root: Path) -> None:
     """Tests run offline, W&B off, with the shared data copy, and never write into the checkout's outputs/."""
     mp.setenv("CONTAMLAB_ROOT", str(root))
@@ -28,9 +31,6 @@ def _set_test_env(mp: pytest.MonkeyPatch, root: Path) -> None:
     import huggingface_hub.constants
 
     mp.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-
-
-WANDB_MODE = os.environ.get("WANDB_MODE", "disabled")
 
 
 @pytest.fixture(scope="session", autouse=True)
