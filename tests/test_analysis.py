@@ -133,6 +133,11 @@ def test_report_tables_rank_reversal_ablation_and_dedup(tmp_path):
         in text
     )
     assert "| All-Zero | 0.5000" in table4
+    # Table 3: RailCap's interval lies wholly below Identity's (the jobs are not paired), so it is in bold; arith_pq
+    # ran Identity alone, and says so instead of bolding it.
+    table3 = text.split("## Table 3")[1]
+    assert "| railcap | **0.1900** |  |" in table3 and "| identity | 0.3000 | 0.3000 |" in table3
+    assert "- tiny × arith_pq: no mitigation ran." in table3
     assert (tmp_path / "figures" / "table1_tiny_arith.png").stat().st_size > 1000
     assert (tmp_path / "figures" / "table4_tiny_arith.png").exists()
     assert report.write_report(tmp_path / "empty_dir_that_does_not_exist") is None
@@ -170,7 +175,7 @@ def _job(tmp_path, name, r_strategy, r_clean, g_ap):
 
 
 def test_claims_by_hand(tmp_path):
-    from contamlab.analysis.claims import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, claims
+    from contamlab.analysis.claims import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, claims, claims_section
 
     rng = np.random.default_rng(0)
     clean = rng.integers(0, 5, 60) / 4  # [N] clean r̂ at m = 4
@@ -196,6 +201,17 @@ def test_claims_by_hand(tmp_path):
         REPRODUCED if expected and rows[4]["all/sa_ppg"] == max(r["all/sa_ppg"] for r in rows) else NOT_REPRODUCED
     )
     assert table["readout stability"][3] == NOT_TESTABLE and table["ban worse than cap"][3] == NOT_TESTABLE
+    # The report's section: a table row per testable claim, the untestable ones folded into one line.
+    section = claims_section(rows, [], None, None)
+    assert NOT_TESTABLE not in "\n".join(section)
+    tested = [line for line in section if line.startswith("| ")][1:]  # past the header
+    verdicts = {line.split(" | ")[0].lstrip("| ").split(" (")[0]: line.split(" | ")[-1].rstrip(" |") for line in tested}
+    assert verdicts == {k: row[3] for k, row in table.items() if row[3] != NOT_TESTABLE}
+    assert len(verdicts) == 5  # rank reversal, LNE, All-Zero, RailCap, TED
+    (folded,) = [line for line in section if line.startswith("Not testable")]
+    assert folded.startswith("Not testable with these jobs (6 of 11 claims)")
+    assert "`experiment=table4` for n-ablation trades S-Δ⁺ for S-Δ⁻ (RailCap at n = 1 and n = 4), " in folded
+    assert "`experiment=figure2` for readout stability" in folded and "TED" not in folded
 
 
 def test_per_bin_legend_covers_no_bar_and_edge_bars_show(tmp_path, monkeypatch):

@@ -1,5 +1,6 @@
 """Tiny end-to-end runs of the paper's diagnostics and the report through the real evaluate.py."""
 
+import csv
 import json
 import shutil
 import sys
@@ -36,7 +37,19 @@ def test_ablation_grid_and_report(trained):
         for p in sweep.glob("*/results.json")
     )
     assert params == [(1, "cap"), (4, "ban")]
-    assert "### Table 4: RailCap ablation" in (sweep / "report.md").read_text()
+    text = (sweep / "report.md").read_text()
+    assert "### Table 4: RailCap ablation" in text
+    # Two jobs and their setting's noise floor, a row of its own that no job claims.
+    rows = list(csv.DictReader((sweep / "summary.csv").open()))
+    assert [(r["row_kind"], r["strategy_name"]) for r in rows] == [
+        ("job", "railcap"),
+        ("job", "railcap"),
+        ("noise_floor", "clean_2nd"),
+    ]
+    jobs = {str(path.parent) for path in sweep.glob("*/results.json")}
+    assert rows[2]["job"] == "" and {r["job"] for r in rows[:2]} == jobs
+    # Claims this grid cannot test are one line, not a table of "not testable here" rows.
+    assert "not testable here" not in text and text.count("Not testable with these jobs (") == 1
     # a tree of several sweeps and runs reported together, as `make reproduce` does
     single = evaluate(tmp, "strategy=identity", "analysis.figures=false", tag="tree/identity")
     assert single.returncode == 0, single.stdout + single.stderr

@@ -7,7 +7,10 @@ come from a stratified paired bootstrap over the jobs' ``per_question.csv`` (sam
 verdict rules are stated in each row, so a reader can disagree with them.
 
 The paper's numbers are in :data:`PAPER`, each once; the claims are the records of :data:`CLAIMS`, each with the
-check that reads this setting's results and applies its verdict rule; :func:`claims` renders them as table rows.
+check that reads this setting's results and applies its verdict rule, and what a grid must run to test it.
+:func:`claims` gives every claim's table row; :func:`claims_section` is the report's section: a table row per claim
+these jobs can test, and the untestable ones folded into one line that names what each needs (most grids test only
+a few claims: a table of "not testable here" rows would bury them).
 """
 
 from __future__ import annotations
@@ -103,6 +106,8 @@ class Claim:
         paper_short: The same, abridged, shown when the claim is not testable here.
         check: Reads the setting: this setting's evidence and whether the verdict rule holds, or None when the jobs
             the claim needs did not run.
+        needs: What the check needs that a grid may lack, in a few words ("TED and Identity").
+        grid: The evaluate.py override that runs what it needs (``experiment=table1``).
     """
 
     claim: str
@@ -110,6 +115,8 @@ class Claim:
     paper: str
     paper_short: str
     check: Check
+    needs: str
+    grid: str
 
     def row(self, setting: Setting) -> list[str]:
         """The claim's row of the claims table: [claim, paper, this setting, verdict]."""
@@ -277,6 +284,8 @@ CLAIMS = (
         paper="G-AP best: LNE ({lne_g_ap}); SA-PPG best: RailCap ({railcap_sa_ppg}), LNE {lne_sa_ppg}",
         paper_short="LNE {lne_g_ap} → RailCap {railcap_sa_ppg}",
         check=_rank_reversal,
+        needs="three strategies or more, All-Zero aside",
+        grid="experiment=table1",
     ),
     Claim(
         claim="LNE-blocking is best under G-AP but not under SA-PPG",
@@ -284,6 +293,8 @@ CLAIMS = (
         paper="G-AP rank 1 ({lne_g_ap}); SA-PPG {lne_sa_ppg}, behind Shortcut and RailCap",
         paper_short="G-AP {lne_g_ap}; SA-PPG {lne_sa_ppg}",
         check=_lne_best_under_gap,
+        needs="LNE-blocking and two more strategies",
+        grid="experiment=table1",
     ),
     Claim(
         claim="All-Zero beats Identity under A-PPG but is the worst under SA-PPG",
@@ -291,6 +302,8 @@ CLAIMS = (
         paper="A-PPG {all_zero_a_ppg} vs Identity {identity_a_ppg}; SA-PPG {all_zero_sa_ppg}, worst",
         paper_short="{all_zero_a_ppg} / {all_zero_sa_ppg}",
         check=_all_zero,
+        needs="All-Zero and Identity",
+        grid="experiment=table1",
     ),
     Claim(
         claim="RailCap has the lowest SA-PPG (runner-up − RailCap, paired interval above 0)",
@@ -298,6 +311,8 @@ CLAIMS = (
         paper="{railcap_sa_ppg} vs Shortcut {shortcut_sa_ppg} (lowest in all six settings)",
         paper_short="{railcap_sa_ppg}",
         check=_railcap_lowest,
+        needs="RailCap and another strategy",
+        grid="experiment=table1",
     ),
     Claim(
         claim=(
@@ -308,6 +323,8 @@ CLAIMS = (
         paper="n = 1: S-Δ⁺ {n1_s_delta_plus}, S-Δ⁻ {n1_s_delta_minus}; n = 4: {n4_s_delta_plus}, {n4_s_delta_minus}",
         paper_short="{n1_s_delta_plus}/{n1_s_delta_minus} → {n4_s_delta_plus}/{n4_s_delta_minus}",
         check=_n_trade,
+        needs="RailCap at n = 1 and n = 4",
+        grid="experiment=table4",
     ),
     Claim(
         claim="SA-PPG is flat over n = 3–7 (worst − best within the paired noise)",
@@ -315,6 +332,8 @@ CLAIMS = (
         paper="all within {n3_7_spread} of the best (n = 4, {railcap_sa_ppg})",
         paper_short="within {n3_7_spread}",
         check=_flat_over_n,
+        needs="RailCap at each n = 3–7",
+        grid="experiment=table4",
     ),
     Claim(
         claim="A hard ban is worse than the cap (ban − cap at n = 4, paired interval above 0)",
@@ -322,6 +341,8 @@ CLAIMS = (
         paper="{ban_sa_ppg} vs {railcap_sa_ppg} (S-Δ⁻ {ban_s_delta_minus} vs {n4_s_delta_minus})",
         paper_short="{ban_sa_ppg} vs {railcap_sa_ppg}",
         check=_ban_worse_than_cap,
+        needs="RailCap's ban and cap at n = 4",
+        grid="experiment=table4",
     ),
     Claim(
         claim="TED ≈ Identity (TED − Identity: paired interval within ±0.02, the paper's largest gap 0.018)",
@@ -329,6 +350,8 @@ CLAIMS = (
         paper="largest gap {pythia_ted_sa_ppg} vs {pythia_identity_sa_ppg} (Pythia × GSM8K)",
         paper_short="{pythia_ted_sa_ppg} vs {pythia_identity_sa_ppg}",
         check=_ted_like_identity,
+        needs="TED and Identity",
+        grid="experiment=table1",
     ),
     Claim(
         claim="r̂ is far more stable per question than r⁰¹ (two independent clean batches; ratio ≥ 2)",
@@ -336,6 +359,8 @@ CLAIMS = (
         paper="mean gap {gap_r01} (r⁰¹) vs {gap_rhat} (r̂), m = {stability_m}: ratio {stability_ratio}",
         paper_short="{gap_r01} vs {gap_rhat}",
         check=_readout_stability,
+        needs="two independent clean batches",
+        grid="experiment=figure2",
     ),
     Claim(
         claim="Leaked samples collapse onto the greedy trajectory (ROUGE-L to greedy, leaked − unleaked > 0)",
@@ -343,6 +368,8 @@ CLAIMS = (
         paper="leaked samples on the greedy path, unleaked ones dispersed (figure only)",
         paper_short="figure",
         check=_collapse_onto_greedy,
+        needs="leaked and unleaked questions in a Figure 1 job",
+        grid="experiment=figure1",
     ),
     Claim(
         claim=(
@@ -353,6 +380,8 @@ CLAIMS = (
         paper="about half",
         paper_short="about half",
         check=_runner_up_half,
+        needs="divergence steps in both groups of a Figure 1 job",
+        grid="experiment=figure1",
     ),
 )
 
@@ -379,7 +408,49 @@ def claims(
     return [claim.row(setting) for claim in CLAIMS]
 
 
+def claims_section(
+    main: list[dict[str, Any]],
+    railcap: list[dict[str, Any]],
+    figure1: dict[str, Any] | None,
+    stability: dict[str, Any] | None,
+) -> list[str]:
+    """The report's claims section of one (model, domain): Markdown lines, the heading not included.
+
+    A table row per claim these jobs can test; the claims they cannot test are folded into one line after it, grouped
+    by the grid that runs what they need, each with what it needs. The arguments are those of :func:`claims`.
+    """
+    setting = Setting(main, railcap, figure1, stability)
+    tested, untestable = [], []
+    for claim in CLAIMS:
+        row = claim.row(setting)
+        if row[3] == NOT_TESTABLE:
+            untestable.append(claim)
+        else:
+            tested.append(row)
+    lines = []
+    if tested:
+        header = ["claim (verdict rule)", "paper (Llama-2 × GSM8K)", "this setting (95% interval)", "verdict"]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in tested]
+        lines += [""]
+    if untestable:
+        grids: dict[str, list[Claim]] = {}
+        for claim in untestable:
+            grids.setdefault(claim.grid, []).append(claim)
+        groups = "; ".join(
+            f"`{grid}` for " + ", ".join(f"{c.name} ({c.needs})" for c in group) for grid, group in grids.items()
+        )
+        lines += [
+            f"Not testable with these jobs ({len(untestable)} of {len(CLAIMS)} claims), each with what it needs and "
+            f"the evaluate.py grid that runs it: {groups}.",
+            "",
+        ]
+    return lines
+
+
 def _per_question(row: dict[str, Any]) -> dict[str, np.ndarray] | None:
+    if not row.get("job"):
+        return None  # a noise-floor row belongs to no job (its job is empty): Path("") would read the cwd
     path = Path(row["job"]) / "per_question.csv"
     if not path.is_file():
         return None

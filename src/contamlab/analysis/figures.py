@@ -6,6 +6,9 @@
 - :func:`figure2`: Figure 2: two independent sampling batches of the clean model, r⁰¹ (m = 1) vs r̂ (m samples).
 - :func:`strategy_figure`: Table 1 as a picture: G-AP vs SA-PPG per strategy with bootstrap intervals.
 - :func:`ablation_figure`: Table 4 as a picture: S-Δ⁺ and S-Δ⁻ of RailCap against n.
+
+Every number drawn says what it is (an axis label, a legend entry, or a title naming it): a figure lifted out of its
+report still reads on its own.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ def _save(fig, path: str | Path) -> Path:
     return Path(path)
 
 
+COUNTS_NOTE = "numbers above the bars: questions in the bin"
+
+
 def per_bin_figure(per_bin: Sequence[dict[str, Any]], path: str | Path, title: str = "") -> Path:
     """Bar chart of mean Δ⁺ (up) and Δ⁻ (down) per clean-probability bin, with the bin sizes on top."""
     centers = np.array([(row["lo"] + row["hi"]) / 2 for row in per_bin])
@@ -55,7 +61,8 @@ def per_bin_figure(per_bin: Sequence[dict[str, Any]], path: str | Path, title: s
     ax.set_xlim(-width, 1 + width)
     ax.set_xlabel("clean solve probability (bin)")
     ax.set_ylabel("mean per-question gap")
-    ax.set_title(title or "per-bin gaps (numbers: questions per bin)", fontsize=9, pad=22)
+    # The bin sizes are numbers without an axis: the title names them, whatever title the caller gives.
+    ax.set_title(f"{title or 'per-bin gaps'}\n{COUNTS_NOTE}", fontsize=9, pad=22)
     # Above the axes, under the title: inside, it covered the largest bars (Δ⁻ grows with the clean probability).
     ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     return _save(fig, path)
@@ -79,12 +86,17 @@ def figure1(
         order = np.argsort(means)
         for x, i in enumerate(np.array(qs)[order]):
             ys = np.asarray(rouge[i])
-            scatter.scatter(np.full(len(ys), x) + rng.uniform(-0.3, 0.3, len(ys)), ys, s=2, alpha=0.15, color="grey")
-        scatter.scatter(np.arange(len(qs)), means[order], s=6, color="tab:red" if group == "leaked" else "tab:blue")
+            jitter = rng.uniform(-0.3, 0.3, len(ys))
+            label = "one sample" if x == 0 else None  # one legend entry for all the grey points
+            scatter.scatter(np.full(len(ys), x) + jitter, ys, s=2, alpha=0.15, color="grey", label=label)
+        colour = "tab:red" if group == "leaked" else "tab:blue"
+        scatter.scatter(np.arange(len(qs)), means[order], s=6, color=colour, label="question mean")
         scatter.set_ylim(0, 1.02)
         scatter.set_xlabel("question (sorted by mean)")
         scatter.set_ylabel("ROUGE-L to greedy")
         scatter.set_title(f"{group}: samples vs own greedy trajectory", fontsize=9)
+        if qs:
+            scatter.legend(fontsize=7, loc="lower right", markerscale=2)
         flat = np.array([r for i in range(len(ranks)) if mask[i] for r in ranks[i]], dtype=int)
         edges = np.arange(1.5, 12.5)
         clipped = np.minimum(flat, 11)  # ranks above 10 share the last bar
@@ -93,6 +105,7 @@ def figure1(
         share = (flat == 2).mean() if flat.size else float("nan")
         hist.set_title(f"{group}: rank of the clean token ({flat.size} steps, rank 2: {share:.0%})", fontsize=9)
         hist.set_xlabel("rank under the contaminated model")
+        hist.set_ylabel("divergence steps")
     if title:
         fig.suptitle(title, fontsize=10)
     return _save(fig, path)
@@ -110,9 +123,9 @@ def figure2(correct_a: np.ndarray, correct_b: np.ndarray, path: str | Path, titl
         jitter = rng.uniform(-0.03, 0.03, len(xa)) if name.startswith("r⁰¹") else 0.0
         ax.scatter(np.arange(len(xa)), xa[order] + jitter, s=5, label="batch 1")
         ax.scatter(np.arange(len(xb)), xb[order] - jitter, s=5, label="batch 2", alpha=0.7)
-        ax.set_title(f"{name}: mean |gap| {np.abs(xa - xb).mean():.3f}", fontsize=9)
+        ax.set_title(f"{name}: mean |batch 1 − batch 2| {np.abs(xa - xb).mean():.3f}", fontsize=9)
         ax.set_xlabel("question (sorted by batch 1)")
-        ax.set_ylabel("readout")
+        ax.set_ylabel("readout (share of samples correct)")
         ax.legend(fontsize=7)
     if title:
         fig.suptitle(title, fontsize=10)
@@ -133,7 +146,7 @@ def strategy_figure(rows: Sequence[dict[str, Any]], path: str | Path, title: str
     ax.set_xticks(x, labels, rotation=20, ha="right", fontsize=7)
     ax.set_ylabel("gap (lower = better restoration)")
     ax.set_title(title or "G-AP vs SA-PPG", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, title="whiskers: 95% bootstrap interval", title_fontsize=7)
     return _save(fig, path)
 
 
@@ -142,10 +155,16 @@ def ablation_figure(rows: Sequence[dict[str, Any]], path: str | Path, title: str
     rows = sorted(rows, key=lambda r: r["n"])
     n = [r["n"] for r in rows]
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    for key, color in (("s_delta_plus", "tab:red"), ("s_delta_minus", "tab:blue"), ("sa_ppg", "black")):
-        ax.plot(n, [r[f"all/{key}"] for r in rows], marker="o", color=color, label=key)
+    lines = (
+        ("s_delta_plus", "tab:red", "S-Δ⁺ (residual contamination)"),
+        ("s_delta_minus", "tab:blue", "S-Δ⁻ (collateral damage)"),
+        ("sa_ppg", "black", "SA-PPG"),
+    )
+    for key, color, label in lines:
+        ax.plot(n, [r[f"all/{key}"] for r in rows], marker="o", color=color, label=label)
     ax.set_xlabel("RailCap n")
-    ax.set_ylabel("stratified gap")
+    ax.set_xticks(n)  # n is an integer: no 1.5 ticks between the runs
+    ax.set_ylabel("stratified gap (lower = better)")
     ax.set_title(title or "RailCap ablation", fontsize=9)
     ax.legend(fontsize=7)
     return _save(fig, path)
