@@ -115,3 +115,6 @@ def test_wandb_offline_run_is_written(trained, monkeypatch):
     runs = list((tmp / "runs" / "wandb").rglob("offline-run-*"))
     assert runs, "no offline W&B run directory"
     assert list(runs[0].rglob("*.wandb"))
+    # progress=false: none of W&B's own lines; the job's last line names the folder its run is in
+    assert "wandb:" not in result.stdout + result.stderr, result.stderr[-3000:]
+    assert result.stdout.splitlines()[-1].endswith(f"wandb sync {tmp / 'runs' / 'wandb' / 'wandb'}"), result.stdout

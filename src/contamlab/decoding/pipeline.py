@@ -16,6 +16,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from contamlab import stopping
 from contamlab.data.domain import Domain
 from contamlab.data.prompts import PROMPT_VERSION
 from contamlab.data.question import Question
@@ -65,11 +66,15 @@ def greedy_set(
     cache_root: str,
     chunk_questions: int = 50,
     progress: bool = True,
+    label: str = "",
 ) -> list[QuestionSamples]:
-    """Greedy response (with its mean entropy) of every question, cached per model."""
+    """Greedy response (with its mean entropy) of every question, cached per model.
+
+    ``label`` names the model in the progress bar (``greedy clean``).
+    """
     cache, all_ids = _open(sampler, domain, questions, model_key, cache_root, chunk_questions, kind="greedy")
     out: list[QuestionSamples] = []
-    bar = tqdm(total=len(questions), desc="greedy", unit="q", disable=not progress)
+    bar = tqdm(total=len(questions), desc=f"greedy {label}".rstrip(), unit="q", disable=not progress)
     for index, positions in _chunks(list(range(len(questions))), chunk_questions):
         chunk = [questions[i] for i in positions]
         rows = cache.load(index, [q.id for q in chunk], 0)
@@ -101,6 +106,7 @@ def sample_set(
     greedy: Sequence[QuestionSamples],
     chunk_questions: int = 25,
     progress: bool = True,
+    label: str = "",
 ) -> list[QuestionSamples]:
     """M samples per question under ``strategy`` with correctness and the strategy's kept mask (cached by chunk).
 
@@ -117,6 +123,7 @@ def sample_set(
         greedy: The model's greedy set for the same questions (from :func:`greedy_set`).
         chunk_questions: Questions per cached chunk.
         progress: Show a progress bar.
+        label: The model as the bar names it (``sample contaminated/railcap``; the strategy alone without it).
     """
     cache, all_ids = _open(
         sampler,
@@ -132,7 +139,8 @@ def sample_set(
         seed=seed,
     )
     out: list[QuestionSamples] = []
-    bar = tqdm(total=len(questions), desc=f"sample[{strategy.name}]", unit="q", disable=not progress)
+    desc = f"sample {label}/{strategy.name}" if label else f"sample {strategy.name}"
+    bar = tqdm(total=len(questions), desc=desc, unit="q", disable=not progress)
     for index, chunk in _chunks(list(range(len(questions))), chunk_questions):
         qs = [questions[i] for i in chunk]
         if not strategy.generates:
@@ -256,6 +264,7 @@ def sample_model(
     strategy: Strategy,
     role: str,
     progress: bool = True,
+    label: str | None = None,
 ) -> tuple[list[QuestionSamples], list[QuestionSamples], dict]:
     """Greedy set, m samples under ``strategy`` and timings of one model on the test set (cached).
 
@@ -270,10 +279,29 @@ def sample_model(
         strategy: The mitigation strategy (identity for the clean model).
         role: The random stream of the samples.
         progress: Show progress bars.
+        label: The model as the bars name it (``clean``, ``contaminated``); default: the name of ``source``'s
+            directory or hub repository.
 
     Returns:
         ``(greedy, samples, timing)``.
     """
+    label = label or Path(str(source)).name
+    cache = Path(setup.cache_dir) / "samples"
+    # a stop loses at most the chunk being sampled: the cache keeps every chunk written before it
+    with stopping.activity(f"sampling {label}/{strategy.name} (the chunks sampled so far are kept in {cache})"):
+        return _sample_model(setup, store, domain, source, strategy, role, progress, label)
+
+
+def _sample_model(
+    setup: SamplingSetup,
+    store: ModelStore,
+    domain: Domain,
+    source: str,
+    strategy: Strategy,
+    role: str,
+    progress: bool,
+    label: str,
+) -> tuple[list[QuestionSamples], list[QuestionSamples], dict]:
     takes_source = setup.takes_source
     if takes_source and type(strategy).wrap_model is not Strategy.wrap_model:
         raise ContamlabError(f"strategy={strategy.name} patches the HF model in the decode loop; use sampler=hf")
@@ -288,7 +316,7 @@ def sample_model(
     key, cache = setup.model_key(store, source), str(Path(setup.cache_dir) / "samples")
     t0 = time.perf_counter()
     try:
-        greedy = greedy_set(sampler, domain, domain.test, key, cache, progress=progress)
+        greedy = greedy_set(sampler, domain, domain.test, key, cache, progress=progress, label=label)
         t_wrap = time.perf_counter()
         context = WrapContext(store, domain, source, make_sampler, setup.backend, setup.cache_dir, progress)
         wrapped = model if takes_source else strategy.wrap_model(model, context)
@@ -309,6 +337,7 @@ def sample_model(
             greedy=greedy,
             chunk_questions=setup.chunk_questions,
             progress=progress,
+            label=label,
         )
     finally:
         for each in samplers:

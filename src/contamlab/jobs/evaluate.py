@@ -25,7 +25,7 @@ from contamlab.decoding.strategy import Strategy
 from contamlab.decoding.streams import CLEAN, CLEAN_2, readout_seed, strategy_role, stream_seed
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text
-from contamlab.jobs.common import common_noise, model_store, sampling_setup, tracking_run
+from contamlab.jobs.common import common_noise, library_output, model_store, sampling_setup, tracking_run
 from contamlab.jobs.metadata import run_metadata
 from contamlab.metrics import bin_index, compute_metrics, per_bin_table, question_readouts
 
@@ -74,6 +74,8 @@ def _metrics(cfg: DictConfig, r_co, r_cl, r01_co, r01_cl, clean_bins, leaked) ->
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run one evaluation job and write results.json and per_question.csv into the job's output directory."""
     set_threads(cfg.get("threads"))
+    progress = bool(cfg.get("progress", True))
+    library_output(progress)
     domain = build_domain(cfg.domain)
     domain.check_data()  # every data file read and checked before any model loads
     detector = build(cfg.detector, "detector") if cfg.detector.get("_target_") else None
@@ -85,15 +87,15 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if int(cfg.m) < 1:
         raise ContamlabError(f"m={cfg.m}: need at least one sample per question")
     out_dir = Path(cfg.paths.output_dir)
-    progress = bool(cfg.get("progress", True))
     started = time.perf_counter()
     store, setup = model_store(cfg), sampling_setup(cfg)
     clean_src = store.model_source(domain, "clean")
     cont_src = store.model_source(domain, "contaminated")
     seed, shared = int(cfg.seed), common_noise(cfg)
     role = strategy_role(strategy.name)
-    clean_greedy, clean, t_clean = sample_model(setup, store, domain, clean_src, Strategy(), CLEAN, progress)
-    _, cont, t_cont = sample_model(setup, store, domain, cont_src, strategy, role, progress)
+    # the bars name the model and its stream: clean, contaminated (under the strategy), clean-2
+    clean_greedy, clean, t_clean = sample_model(setup, store, domain, clean_src, Strategy(), CLEAN, progress, CLEAN)
+    _, cont, t_cont = sample_model(setup, store, domain, cont_src, strategy, role, progress, "contaminated")
     r_cl, r01_cl, c_cl = question_readouts(clean, readout_seed(seed, CLEAN))
     r_co, r01_co, _ = question_readouts(cont, readout_seed(seed, role))
     clean_bins = bin_index(c_cl, int(cfg.m), int(cfg.metric.bins))
@@ -126,7 +128,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     clean_2 = None
     mark = time.perf_counter()
     if analysis.get("floor", True) or analysis.get("stability", False):
-        _, clean_2, _ = sample_model(setup, store, domain, clean_src, Strategy(), CLEAN_2, progress)
+        _, clean_2, _ = sample_model(setup, store, domain, clean_src, Strategy(), CLEAN_2, progress, CLEAN_2)
         results["sampling"]["streams"][CLEAN_2] = stream_seed(seed, CLEAN_2, shared)
     if analysis.get("floor", True):
         r_c2, r01_c2, _ = question_readouts(clean_2, readout_seed(seed, CLEAN_2))
@@ -161,6 +163,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         v["g_ap"],
         out_dir,
     )
+    _log_sync_hint(cfg, out_dir)
     return results
 
 
@@ -242,6 +245,13 @@ def _analyses(
     return out
 
 
+def _log_sync_hint(cfg: DictConfig, out_dir: Path) -> None:
+    """The job's last line when it logged to W&B offline: where its runs are and how to upload them."""
+    hint = build(cfg.logger, "logger").sync_hint(out_dir)
+    if hint:
+        log.info("%s", hint)
+
+
 def _log_wandb(cfg, results, out_dir, figures=None) -> None:
     run_group = f"eval-{cfg.model.name}-{cfg.domain.name}"
     with tracking_run(cfg, out_dir, run_group, str(cfg.strategy.name)) as run:
@@ -287,4 +297,6 @@ def _run_detection_only(cfg: DictConfig, domain: Domain, detector: Any) -> dict[
     }
     atomic_write_json(out_dir / "results.json", results)
     domain.split.save(out_dir / "split.json")
+    log.info("%s on %s/%s: results in %s", detector.name, cfg.model.name, domain.name, out_dir)
+    _log_sync_hint(cfg, out_dir)
     return results

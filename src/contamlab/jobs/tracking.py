@@ -4,6 +4,11 @@ A CSV log is always written next to the run; W&B is added when ``logger=wandb`` 
 ``logger.wandb.mode`` says otherwise). Training (Lightning loggers), restoration metrics
 (:mod:`contamlab.jobs.evaluate`) and detection (:mod:`contamlab.jobs.detect`) all log through it, so every job's run
 is configured, grouped and finished the same way.
+
+W&B's own console output (a header per run, history and summary panels, its ``wandb sync`` hint: 30-60 lines a job)
+is off unless ``logger.wandb.verbose=true`` asks for it; a job names its offline runs in
+one line of its own instead (:meth:`Tracking.sync_hint`), which names the folder the runs end up in: a training
+stage's W&B hint would name its ``.partial`` work directory, gone once the stage is saved.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ class Tracking:
     """The logger config.
 
     Attributes:
-        wandb: ``project``, ``entity``, ``group`` and ``mode`` of the W&B runs; None for CSV only.
+        wandb: ``project``, ``entity``, ``group`` and ``mode`` of the W&B runs, and ``verbose``: W&B's own console
+            output, off unless true; None for CSV only.
         csv: Write the CSV log (always on; kept as a field so the YAML says so).
     """
 
@@ -32,6 +38,25 @@ class Tracking:
         """Whether runs go to W&B (configured and not ``mode: disabled``)."""
         return bool(self.wandb) and self.wandb.get("mode") != "disabled"
 
+    @property
+    def offline(self) -> bool:
+        """Whether the W&B runs stay on this machine until ``wandb sync`` uploads them."""
+        return self.uses_wandb and str(self.wandb.get("mode", "offline")) in ("offline", "dryrun")
+
+    def _settings(self) -> Any:
+        """The runs' console settings: W&B's own output only when ``verbose`` asks for it.
+
+        Offline, ``silent``: every line W&B would print is about the local run (its folder, its panels, a ``wandb
+        sync`` hint that names a training stage's ``.partial`` directory), and :meth:`sync_hint` says it in one.
+        Online, ``quiet``: the run's URL stays, the panels go. Both only mute the run's printer; W&B's warnings and
+        errors still reach the console.
+        """
+        import wandb
+
+        if self.wandb.get("verbose", False):
+            return wandb.Settings()
+        return wandb.Settings(silent=True) if self.offline else wandb.Settings(quiet=True)
+
     def _init_args(self, group: str, name: str, config: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         assert self.wandb is not None
         return {
@@ -41,7 +66,20 @@ class Tracking:
             "name": name,
             "mode": self.wandb.get("mode", "offline"),
             "config": config(),
+            "settings": self._settings(),
         }
+
+    def sync_hint(self, folder: Path) -> str | None:
+        """One line naming the offline W&B runs under ``folder`` and how to upload them; None when there are none.
+
+        Args:
+            folder: Where the job's runs were written (``<folder>/wandb``): the job's output directory, or a training
+                stage's final directory once its ``.partial`` work directory has been moved there.
+        """
+        runs = Path(folder) / "wandb"
+        if not self.offline or not any(runs.glob("offline-run-*")):
+            return None
+        return f"W&B runs saved offline in {runs}; upload them with: wandb sync {runs}"
 
     @contextmanager
     def run(self, out_dir: Path, group: str, name: str, config: Callable[[], dict[str, Any]]) -> Iterator[Any]:
@@ -97,7 +135,11 @@ class Tracking:
             args = self._init_args(group, name, config)
             if resume_step is not None:
                 args["name"] = f"{name} (resumed at step {resume_step})"
-            loggers.append(WandbLogger(save_dir=str(work), **args))
+            wandb_logger = WandbLogger(save_dir=str(work), **args)
+            # Lightning 2.6 (pinned) always hands wandb.init ``anonymous=None``, a setting wandb deprecated: dropped,
+            # so that wandb does not warn about a setting nobody set. The logger starts its run lazily from this dict.
+            wandb_logger._wandb_init.pop("anonymous", None)
+            loggers.append(wandb_logger)
         return loggers
 
     @staticmethod
