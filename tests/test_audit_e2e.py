@@ -138,7 +138,71 @@ def test_a_rerun_comes_from_the_cache_and_gives_the_same_verdicts(audits, small_
 def test_a_missing_reference_model_says_how_to_train_it(small_world, tmp_path):
     result = _audit(small_world, tmp_path / "sweep", "audit.references=[clean@7]")
     assert result.returncode == 2
-    assert "no clean model" in result.stderr and "add seed=7" in result.stderr, result.stderr
+    [line] = result.stderr.strip().splitlines()  # one line, before any model loads
+    assert line.startswith("contamlab: error: audit.references: clean@7 (the clean model of seed 7) is not trained yet")
+    command = (
+        f"python train.py model=tiny domain=arith experiment=small_world paths.models_dir={small_world / 'models'}"
+    )
+    assert f"`{command} paths.cache_dir={small_world / 'audit-cache'} seed=7 stage=clean`" in line, line
+    assert "add audit.references=[]" in line and "2-core CPU" in line
+    assert "Loading weights" not in result.stdout + result.stderr
+
+
+def test_a_benchmark_of_too_few_items_is_refused_in_one_line(small_world, tmp_path):
+    result = _audit(small_world, tmp_path / "sweep", "domain.max_test=1")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "contamlab: error: domain=arith: too few items (n = 1, need ≥ 10) for an audit; every reading compares at "
+        "least 10 benchmark items with as many non-member items (raise domain.max_test or use a larger benchmark)"
+    ]
+
+
+def test_too_few_non_member_items_are_reported_not_read(audits, small_world, tmp_path):
+    items = tmp_path / "nonmembers.jsonl"
+    items.write_text("".join(json.dumps({"question": f"What is {i} + {i}?"}) + "\n" for i in range(3)))
+    sweep = tmp_path / "sweep"
+    only = [
+        "audit.target=contaminated",
+        "audit.detectors=[loss,codec]",
+        "audit.mitigate=[]",
+        f"audit.nonmembers={items}",
+    ]
+    result = _audit(small_world, sweep, *only)
+    assert result.returncode == 0, result.stderr[-3000:]
+    verdicts = _verdicts(_results(sweep)["contaminated"])
+    for name in ("loss", "loss/reference"):
+        assert verdicts[name]["verdict"] == "too few items (n = 100 benchmark and 3 reference, need ≥ 10 per side)"
+        assert verdicts[name]["value"] is None and verdicts[name]["flagged"] is None
+    assert verdicts["codec/bands"]["flagged"] is not None  # the other readings are still read
+    report = next(sweep.rglob("audit.md")).read_text()
+    assert "| loss | AUROC benchmark vs reference items | — | — | too few items (n = 100 benchmark and 3 " in report
+
+
+def test_a_cached_rerun_loads_no_model(audits, small_world, tmp_path, monkeypatch):
+    from contamlab.config import compose
+    from contamlab.jobs.audit import run
+    from contamlab.models.store import ModelStore
+
+    def refuse(self, source):
+        raise AssertionError(f"a cached rerun loaded {source}")
+
+    monkeypatch.setattr(ModelStore, "load", refuse)
+    cfg = compose(
+        "audit",
+        [
+            *SMALL_WORLD,
+            *FAST,
+            "logger=csv",
+            "progress=false",
+            "audit.target=contaminated",
+            f"paths.models_dir={small_world / 'models'}",
+            f"paths.cache_dir={small_world / 'audit-cache'}",
+            f"paths.output_dir={tmp_path}",
+        ],
+    )
+    rerun = run(cfg)  # every score and every solve probability from the caches of the audits above
+    _, found, _ = audits
+    assert rerun["audit"]["verdicts"] == found["contaminated"]["audit"]["verdicts"]
 
 
 def test_wandb_offline_run_is_written(audits, small_world, tmp_path):

@@ -127,6 +127,34 @@ def test_bad_records_name_file_line_and_field(tmp_path, rows, kwargs, message):
         domain.check_data()
 
 
+def test_a_duplicate_id_names_the_file_and_both_lines(tmp_path):
+    rows = [{"id": "q1", "q": "1+1?", "a": "2"}, {"id": "q2", "q": "2+2?", "a": "4"}]
+    rows += [{"id": "q3", "q": "3+3?", "a": "6"}, {"id": "q2", "q": "4+4?", "a": "8"}]
+    path = tmp_path / "t.jsonl"
+    # a blank line between records: the numbers are the file's lines, not the records' positions
+    path.write_text("".join(json.dumps(r) + "\n" + ("\n" if i == 0 else "") for i, r in enumerate(rows)))
+    domain = BenchmarkDomain(
+        name="b", family="b", test=str(path), fields={"question": "q", "answer": "a", "id": "id"}, prompt={"n_shot": 0}
+    )
+    with pytest.raises(ContamlabError) as err:
+        domain.check_data()
+    assert str(err.value) == f"{path}:5: duplicate question id 'q2' (first at line 3); ids must be unique"
+
+
+def test_a_duplicate_past_max_test_is_still_reported(tmp_path):
+    rows = [{"id": f"q{i}", "q": f"{i}+1?", "a": str(i + 1)} for i in range(12)] + [{"id": "q0", "q": "x", "a": "1"}]
+    domain = BenchmarkDomain(
+        name="b",
+        family="b",
+        test=_write(tmp_path / "t.jsonl", rows),
+        fields={"question": "q", "answer": "a", "id": "id"},
+        prompt={"n_shot": 0},
+        max_test=10,
+    )
+    with pytest.raises(ContamlabError, match=r"t\.jsonl:13: duplicate question id 'q0' \(first at line 1\)"):
+        domain.check_data()
+
+
 def test_config_mistakes(tmp_path):
     with pytest.raises(ContamlabError, match="domain.checker=choice needs domain.fields.choices"):
         BenchmarkDomain(name="b", family="b", test="t.jsonl", checker="choice")

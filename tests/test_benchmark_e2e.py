@@ -83,12 +83,12 @@ def test_a_jsonl_benchmark_with_only_a_yaml(trained, tmp_path):
     (data / "test.jsonl").write_text(
         "".join(
             json.dumps({"q": f"Mia has {i} apples and buys 2 more. How many now?", "a": i + 2}) + "\n"
-            for i in range(10)
+            for i in range(20)  # 10 leaked and 10 unleaked: the fewest a detector's AUROC is reported for
         )
     )
     (data / "para.jsonl").write_text(
         "".join(
-            json.dumps({"q": f"After buying 2 apples, how many does Mia, who had {i}, hold?"}) + "\n" for i in range(10)
+            json.dumps({"q": f"After buying 2 apples, how many does Mia, who had {i}, hold?"}) + "\n" for i in range(20)
         )
     )
     conf = tmp_path / "conf" / "domain"
@@ -125,14 +125,14 @@ def test_a_jsonl_benchmark_with_only_a_yaml(trained, tmp_path):
         )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads((tmp_path / "railcap" / "results.json").read_text())
-    assert results["counts"] == {**results["counts"], "questions": 10, "leaked": 5, "m": 4}
+    assert results["counts"] == {**results["counts"], "questions": 20, "leaked": 10, "m": 4}
     scored = {}
     for file in [*(tmp_path / "detectors").glob("*/results.json"), *(tmp_path / "corpus").glob("*/results.json")]:
         results = json.loads(file.read_text())
         scored[results["config"]["detector"]["name"]] = results["detection"]["contaminated"]
     assert len(scored) == 11  # every detector
     for name, det in scored.items():
-        assert det["n_scored"] == 10 and 0.0 <= det["auroc"] <= 1.0, name
+        assert det["n_scored"] == 20 and 0.0 <= det["auroc"] <= 1.0, name
     # the audit of a model directory on the benchmark, its paraphrase file as the non-member items, every detector
     done = audit(
         tmp_path,
@@ -145,7 +145,7 @@ def test_a_jsonl_benchmark_with_only_a_yaml(trained, tmp_path):
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     audited = json.loads((tmp_path / "audit-mine" / "results.json").read_text())["audit"]
-    assert audited["truth"] is None and audited["nonmembers"].startswith("10 rewrites")
+    assert audited["truth"] is None and audited["nonmembers"].startswith("20 rewrites")
     assert not [k for k, v in audited["detectors"].items() if "not_run" in v]  # all 11 ran
     names = {v["name"] for v in audited["verdicts"]}
     assert {"codec/bands", "benbench/ppl", "constat", "cdd/reference", "dcpdd", "ngram", "mitigation/railcap"} <= names

@@ -1,4 +1,8 @@
-"""Audit verdicts on hand-built cases; every statistic against an independent computation (by hand, sklearn, scipy)."""
+"""Audit verdicts on hand-built cases; every statistic against an independent computation (by hand, sklearn, scipy).
+
+Every reading needs at least ten items a side (MIN_ITEMS_PER_SIDE), so the hand-built cases repeat a small pattern
+ten times where the pattern gives the same statistic.
+"""
 
 import math
 
@@ -8,7 +12,7 @@ from scipy.stats import mannwhitneyu, norm
 from sklearn.metrics import roc_auc_score
 
 from contamlab.metrics import verdicts as V
-from contamlab.metrics.roc import auroc_draws
+from contamlab.metrics.roc import MIN_ITEMS_PER_SIDE, auroc_draws, average_ranks, mann_whitney_greater
 
 FAST = V.Settings(n_boot=400)
 
@@ -17,10 +21,10 @@ FAST = V.Settings(n_boot=400)
 @pytest.mark.parametrize(
     ("labels", "score", "band", "flagged"),
     [
-        ([1, 1, 1, 1, 0], 4 / 5, "strong evidence of contamination", True),  # 0.8 is in the strong band
-        ([1, 1, 1, 0, 0], 3 / 5, "grey zone", False),  # the grey zone flags nothing
-        ([1, 0, 0, 0], 1 / 4, "no evidence of contamination", False),
-        ([1, math.nan, 0], 1 / 2, "no evidence of contamination", False),  # a dropped sample does not count
+        ([1, 1, 1, 1, 0] * 2, 4 / 5, "strong evidence of contamination", True),  # 0.8 is in the strong band
+        ([1, 1, 1, 0, 0] * 2, 3 / 5, "grey zone", False),  # the grey zone flags nothing
+        ([1, 0, 0, 0] * 3, 1 / 4, "no evidence of contamination", False),
+        ([1, math.nan, 0] * 5, 1 / 2, "no evidence of contamination", False),  # a dropped sample does not count
     ],
 )
 def test_codec_bands_read_the_hand_computed_fraction(labels, score, band, flagged):
@@ -47,14 +51,16 @@ def test_codec_against_references_uses_the_best_reference_and_a_20_point_margin(
 
 # -- membership: AUROC and the Mann-Whitney test ----------------------------------------------------------------------
 def test_membership_test_auroc_and_p_value_by_hand():
-    members, nonmembers = [0.9, 0.8, 0.7], [0.1, 0.2, 0.75]
+    members, nonmembers = [i + 0.5 for i in range(10)], [float(i) for i in range(10)]
     v = V.membership_test(members, nonmembers, FAST, name="loss")
-    # 8 of the 9 (member, non-member) pairs are ordered: AUROC 8/9. Exact U test, n = 3 + 3: P(U >= 8) = 2 / C(6, 3).
-    assert v.value == pytest.approx(8 / 9)
-    assert v.value == pytest.approx(roc_auc_score([1, 1, 1, 0, 0, 0], members + nonmembers))
-    assert v.p_value == pytest.approx(2 / 20)
-    assert v.flagged is False  # 0.1 is not below 0.05
-    assert v.name == "loss" and v.detail == {"n_benchmark": 3, "n_reference_items": 3}
+    # member i + 0.5 beats the non-members 0..i: 1 + 2 + ... + 10 = 55 of the 100 pairs, AUROC 0.55 and U = 55.
+    # The normal approximation (no ties, continuity-corrected): z = (55 - 50 - 0.5) / sqrt(10 x 10 x 21 / 12).
+    assert v.value == pytest.approx(0.55)
+    assert v.value == pytest.approx(roc_auc_score([1] * 10 + [0] * 10, members + nonmembers))
+    assert v.p_value == pytest.approx(norm.sf(4.5 / math.sqrt(175)), rel=1e-9)
+    assert v.p_value == pytest.approx(mannwhitneyu(members, nonmembers, alternative="greater").pvalue, rel=1e-9)
+    assert v.flagged is False  # p = 0.37
+    assert v.name == "loss" and v.detail == {"n_benchmark": 10, "n_reference_items": 10}
 
 
 def test_membership_test_flags_separated_groups_and_skips_nan():
@@ -96,24 +102,24 @@ def test_membership_vs_references_difference_and_its_test():
 # -- BenBench -------------------------------------------------------------------------------------------------------
 def test_benbench_delta_by_hand_alone_and_against_a_reference():
     # perplexity: original 2, paraphrase 3 on every item: Δ = (3 - 2) / 2 x 100 = 50 % (the original favoured)
-    v = V.benbench_delta_test("ppl", ([2.0, 2.0, 2.0], [3.0, 3.0, 3.0]), settings=FAST)
+    v = V.benbench_delta_test("ppl", ([2.0] * 10, [3.0] * 10), settings=FAST)
     assert v.value == pytest.approx(50.0) and v.interval == pytest.approx([50.0, 50.0])
     assert v.p_value == pytest.approx(1 / (FAST.n_boot + 1)) and v.flagged is True
     # n-gram accuracy: means 0.7 and 0.3 -> (0.7 - 0.3) / 0.7 x 100
-    v = V.benbench_delta_test("ngram_5", ([0.8, 0.6], [0.4, 0.2]), settings=FAST)
+    v = V.benbench_delta_test("ngram_5", ([0.8, 0.6] * 5, [0.4, 0.2] * 5), settings=FAST)
     assert v.value == pytest.approx(0.4 / 0.7 * 100)
     # a reference model with the same Δ: the paraphrase is just harder, nothing is flagged
-    same = V.benbench_delta_test("ppl", ([2.0, 2.0], [3.0, 3.0]), [([4.0, 4.0], [6.0, 6.0])], FAST)
+    same = V.benbench_delta_test("ppl", ([2.0] * 10, [3.0] * 10), [([4.0] * 10, [6.0] * 10)], FAST)
     assert same.value == pytest.approx(0.0) and same.flagged is False
-    above = V.benbench_delta_test("ppl", ([2.0, 2.0], [3.0, 3.0]), [([4.0, 4.0], [5.0, 5.0])], FAST)
+    above = V.benbench_delta_test("ppl", ([2.0] * 10, [3.0] * 10), [([4.0] * 10, [5.0] * 10)], FAST)
     assert above.value == pytest.approx(50.0 - 25.0) and above.reference == pytest.approx(25.0) and above.flagged
-    zero = V.benbench_delta_test("ngram_5", ([0.0, 0.0], [0.2, 0.2]), settings=FAST)
+    zero = V.benbench_delta_test("ngram_5", ([0.0] * 10, [0.2] * 10), settings=FAST)
     assert zero.value is None and zero.flagged is None
 
 
 def test_delta_train_test_by_hand():
-    train = ([2.0, 2.0], [4.0, 4.0])  # Δ_train = 100 %
-    test = ([2.0, 2.0], [3.0, 3.0])  # Δ_test = 50 %
+    train = ([2.0] * 10, [4.0] * 10)  # Δ_train = 100 %
+    test = ([2.0] * 10, [3.0] * 10)  # Δ_test = 50 %
     v = V.delta_train_test("ppl", train, test, FAST)
     assert v.value == pytest.approx(50.0) and v.interval == pytest.approx([50.0, 50.0])
     assert v.verdict == "the train split is favoured over the test split" and v.flagged is None
@@ -138,13 +144,82 @@ def test_constat_verdict_reads_the_test_and_needs_a_reference():
 
 
 def test_overlap_verdict_counts_items_with_any_overlap():
-    v = V.overlap_verdict([0.0, 0.5, math.nan, 0.0], 13, FAST)
-    assert v.value == pytest.approx(1 / 3) and v.n == 3 and v.flagged is True
-    assert V.overlap_verdict([0.0, 0.0], 13, FAST).flagged is False
+    v = V.overlap_verdict([0.0, 0.5, math.nan, 0.0] * 5, 13, FAST)
+    assert v.value == pytest.approx(1 / 3) and v.n == 15 and v.flagged is True
+    assert V.overlap_verdict([0.0] * 10, 13, FAST).flagged is False
 
 
 def test_mitigation_share_by_hand():
-    v = V.mitigation_share([1.0, 0.5], [0.5, 0.5], "railcap", FAST)
+    v = V.mitigation_share([1.0, 0.5] * 5, [0.5, 0.5] * 5, "railcap", FAST)
     assert v.value == pytest.approx((0.75 - 0.5) / 0.75)
     assert v.detail == pytest.approx({"identity": 0.75, "mitigated": 0.5, "removed": 0.25})
     assert v.flagged is None and "not a proof of contamination" in v.verdict
+
+
+# -- too few items: no statistic, no verdict -------------------------------------------------------------------------
+def test_a_one_item_benchmark_is_too_few_items_not_an_auroc_of_zero():
+    # the case that read as a finding: one benchmark item against one reference item gave AUROC 0 [0, 0], p = 1
+    v = V.membership_test([0.2], [0.7], FAST, name="loss")
+    assert v.verdict == "too few items (n = 1 benchmark and 1 reference, need ≥ 10 per side)"
+    assert (v.value, v.interval, v.p_value, v.flagged) == (None, None, None, None)
+    assert v.n == 2 and v.detail == {"too_few": {"benchmark": 1, "reference": 1}}
+
+
+def test_ten_items_a_side_is_the_boundary():
+    assert MIN_ITEMS_PER_SIDE == 10
+    high, low = [float(x) for x in range(10, 20)], [float(x) for x in range(10)]
+    assert V.membership_test(high, low, FAST).value == 1.0
+    assert V.membership_test(high[:9], low, FAST).verdict.startswith("too few items (n = 9 benchmark and 10 ")
+    assert V.membership_test(high, low[:9], FAST).verdict.startswith("too few items (n = 10 benchmark and 9 ")
+    # unscored (NaN) items do not count
+    assert V.membership_test([*high[:9], math.nan], low, FAST).flagged is None
+
+
+@pytest.mark.parametrize(
+    ("reading", "words"),
+    [
+        (lambda: V.codec_bands([1] * 9, FAST), "n = 9 scored, need ≥ 10)"),
+        (lambda: V.codec_against_references([1] * 9, [0.1], settings=FAST), "n = 9 scored, need ≥ 10)"),
+        (
+            lambda: V.membership_vs_references(([1.0] * 9, [0.0] * 12), [([0.5] * 9, [0.5] * 12)], FAST),
+            "n = 9 benchmark and 12 reference, need ≥ 10 per side)",
+        ),
+        (
+            lambda: V.benbench_delta_test("ppl", ([2.0] * 9, [3.0] * 9), settings=FAST),
+            "n = 9 with a paraphrase, need ≥ 10)",
+        ),
+        (
+            lambda: V.delta_train_test("ppl", ([2.0] * 20, [4.0] * 20), ([2.0] * 3, [3.0] * 3), FAST),
+            "n = 20 train and 3 test, need ≥ 10 per side)",
+        ),
+        (lambda: V.overlap_verdict([1.0, 0.0], 13, FAST), "n = 2 scored, need ≥ 10)"),
+        (lambda: V.mitigation_share([1.0] * 4, [0.5] * 4, "railcap", FAST), "n = 4, need ≥ 10)"),
+    ],
+)
+def test_every_reading_reports_too_few_items_instead_of_a_verdict(reading, words):
+    v = reading()
+    assert v.verdict.startswith("too few items (") and v.verdict.endswith(words), v.verdict
+    assert (v.value, v.interval, v.p_value, v.flagged) == (None, None, None, None)
+
+
+# -- the rank statistics, without scipy at run time --------------------------------------------------------------------
+def test_average_ranks_equal_scipy_with_ties_on_every_row():
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(1)
+    for levels in (2, 5, 1000):
+        x = rng.integers(0, levels, (7, 31)).astype(float)
+        assert np.array_equal(average_ranks(x), rankdata(x, axis=-1))
+    assert average_ranks(np.array([3.0, 1.0, 3.0, 2.0])).tolist() == [3.5, 1.0, 3.5, 2.0]
+
+
+def test_mann_whitney_equals_scipy_beyond_its_exact_range():
+    rng = np.random.default_rng(2)
+    for trial in range(40):
+        n1, n2 = rng.integers(10, 80, 2)
+        tied = trial % 2 == 0
+        a = rng.integers(0, 6, n1).astype(float) if tied else rng.normal(0.3, 1, n1)
+        b = rng.integers(0, 6, n2).astype(float) if tied else rng.normal(0, 1, n2)
+        expected = mannwhitneyu(a, b, alternative="greater").pvalue
+        assert mann_whitney_greater(a, b) == pytest.approx(expected, rel=1e-9, abs=1e-15)
+    assert mann_whitney_greater(np.ones(10), np.ones(12)) == 1.0  # all tied: scipy's 1.0 too

@@ -34,6 +34,11 @@ def _flag(flagged: Any) -> str:
     return {True: "**flagged**", False: "not flagged"}.get(flagged, "no verdict")
 
 
+def _flag_or_why(v: dict[str, Any]) -> str:
+    """The flag, or for a reading left unread for want of items, why (a table without a verdict column says so)."""
+    return v["verdict"] if v["flagged"] is None and v["verdict"].startswith("too few items") else _flag(v["flagged"])
+
+
 def _table(header: list[str], body: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
@@ -123,7 +128,7 @@ def leaderboard(audits: Sequence[dict[str, Any]]) -> str:
     for r in sorted(audits, key=lambda r: (r["audit"]["benchmark"], _label(r))):
         for v in r["audit"]["verdicts"]:
             body.append(
-                [_label(r), r["audit"]["benchmark"], v["name"], _interval(v), _p(v["p_value"]), _flag(v["flagged"])]
+                [_label(r), r["audit"]["benchmark"], v["name"], _interval(v), _p(v["p_value"]), _flag_or_why(v)]
             )
     return _table(["model", "benchmark", "reading", "value [95% CI]", "p", "flag"], body)
 

@@ -81,7 +81,7 @@ def _cost(det: dict[str, Any]) -> float | None:
 def _auroc_cell(entry: dict[str, Any]) -> str:
     auroc, ci = entry.get("auroc"), entry.get("auroc_ci")
     if auroc is None:
-        return ""
+        return str(entry.get("too_few") or "")  # below the minimum of items per side: the reason, not a blank
     return f"{auroc:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"{auroc:.3f}"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from contamlab.analysis.report import STRATEGY_ORDER, load_results
 
@@ -42,10 +43,14 @@ def headline_table(sweep_dir: str | Path) -> str:
     detected = next((r for r in jobs if r.get("detection")), None)
     if detected:
         detection, name = detected["detection"], detected["config"]["detector"].get("name", "detector")
+
+        def auroc(entry: dict[str, Any]) -> str:  # none below the minimum of items per side: say so instead
+            return f"{entry['auroc']:.3f}" if entry.get("auroc") is not None else str(entry.get("too_few") or "n/a")
+
         lines += [
             "",
-            f"{name}: AUROC leaked vs unleaked, contaminated model {detection['contaminated']['auroc']:.3f}, "
-            f"clean model (control) {detection['clean']['auroc']:.3f} ({detection['counts']['questions']} questions)",
+            f"{name}: AUROC leaked vs unleaked, contaminated model {auroc(detection['contaminated'])}, "
+            f"clean model (control) {auroc(detection['clean'])} ({detection['counts']['questions']} questions)",
         ]
     config = jobs[0]["config"]
     head = f"model={config['model']['name']} domain={config['domain']['name']}, m={config['m']}"

@@ -168,7 +168,9 @@ class BenchmarkDomain(Domain):
         records = self._records(split)
         if records is None:
             return []
-        return [self._question(where, line, i, r, split) for i, (where, line, r) in enumerate(records)]
+        questions = [self._question(where, line, i, r, split) for i, (where, line, r) in enumerate(records)]
+        _check_unique_ids(questions, records)
+        return questions
 
     def _load_test(self) -> list[Question]:
         return self._load("test")
@@ -279,6 +281,21 @@ class BenchmarkDomain(Domain):
 
     def _train_size(self) -> int:
         return len(self.train) if self.has_train else 0
+
+
+def _check_unique_ids(questions: Sequence[Question], records: Sequence[tuple[str, int, dict]]) -> None:
+    """Stop at the first id seen twice, naming the file and both lines.
+
+    The domain checks ids again after ``max_test``, but by then the file and lines are gone; a duplicate past the
+    cut is as much a data error as one before it, so the whole file is checked here.
+    """
+    first: dict[str, int] = {}
+    for q, (where, line, _) in zip(questions, records):
+        if q.id in first:
+            raise ContamlabError(
+                f"{where}:{line}: duplicate question id {q.id!r} (first at line {first[q.id]}); ids must be unique"
+            )
+        first[q.id] = line
 
 
 def _file_digest(path: Path) -> str:

@@ -15,14 +15,21 @@ has one released model and must read each method's statistic on its own terms (:
 
 Every score goes through the detection job's cache (per model, item set and detector) and every sample set through
 the sample cache, so an interrupted audit resumes, reference models are scored once per benchmark, and a detector
-that cannot run (a missing corpus) is reported as not run without losing the others.
+that cannot run (a missing corpus) is reported as not run without losing the others. The mitigated score's solve
+probabilities are cached as well (:func:`_mitigation`), so that a rerun loads no model at all.
+
+Before any model loads, the job refuses a benchmark with fewer than
+:data:`~contamlab.metrics.roc.MIN_ITEMS_PER_SIDE` items, and names in one line every simulated model that is not
+trained yet, with the command that trains it and what that costs (:func:`missing_models_message`).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import logging
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -30,9 +37,10 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from contamlab.config import build, build_domain, set_threads
+from contamlab.config import build, build_domain, group_choice, set_threads
 from contamlab.data.domain import Domain
 from contamlab.data.jsonl import read_jsonl
+from contamlab.data.prompts import PROMPT_VERSION
 from contamlab.data.question import Question
 from contamlab.decoding.pipeline import sample_model
 from contamlab.decoding.strategy import Strategy
@@ -44,16 +52,25 @@ from contamlab.detectors.constat import ConStatDetector
 from contamlab.detectors.ngram import NgramOverlapDetector
 from contamlab.detectors.paraphrase import reference_versions
 from contamlab.errors import ContamlabError
-from contamlab.io import atomic_write_json, atomic_write_text
+from contamlab.io import atomic_write_json, atomic_write_text, content_hash
 from contamlab.jobs.common import model_store, sampling_setup, tracking_run
 from contamlab.jobs.detect import score_model
 from contamlab.jobs.metadata import run_metadata
 from contamlab.metrics import verdicts as V
+from contamlab.metrics.roc import MIN_ITEMS_PER_SIDE, too_few_items
+from contamlab.models.store import ModelStore, is_done
 from contamlab.preflight import SIMULATED
 
 log = logging.getLogger("contamlab")
 #: The generator stream of the generated non-members (ReCaLL's prefixes use seed 0 of the same family of streams).
 NONMEMBER_SEED = 100
+#: Bump when the cached solve probabilities of the mitigated score change meaning (:func:`_mitigation`).
+MITIGATION_CACHE_VERSION = 1
+#: The default world's base pre-training (``domain=arith``: 3,000 steps of 8 x 256 tokens) and what ``python
+#: train.py`` costs with it on the project's 2-core CPU (docs/performance.md: base 345 s, clean 12 s, contaminated
+#: 23 s). A missing simulated model's message quotes these rather than a guess for another recipe.
+DEFAULT_WORLD_BASE_STEPS = 3000
+DEFAULT_WORLD_TIME = {"clean": "about 6 min", "contaminated": "about 6 min 30 s"}
 
 
 class AuditedModel:
@@ -77,25 +94,116 @@ class AuditedModel:
             if not seed.isdigit():
                 raise ContamlabError(f"audit: {spec!r}: the seed after @ must be a non-negative integer")
             self.cfg = OmegaConf.merge(cfg, {"seed": int(seed)})
-        store = model_store(self.cfg)
+        self.seed = int(self.cfg.seed)
+        self.store = store = model_store(self.cfg)
+        #: Where the simulated model would be when it is not trained yet (None: it is, or it is not simulated).
+        self.missing: Path | None = None
         if self.stage is None:
             self.source = spec
-        elif self.stage == "base":  # the tiny world's base stage, or the pretrained model a hub model starts from
-            self.source = store.base_model_source(domain)
-        else:
-            try:
-                self.source = store.model_source(domain, self.stage)
-            except ContamlabError as err:
-                if not at:
-                    raise
-                raise ContamlabError(f"{err} (for {spec}: add seed={seed} to that command)") from None
+        elif self.stage == "base" and not store.pretrain:  # the pretrained model a hub model starts from
+            self.source = store.base_source()
+        elif self.stage == "base" or not getattr(store.model, self.stage):  # simulated here: trained yet?
+            path = store.stage_dir(domain, self.stage)
+            self.source = str(path)
+            self.missing = None if is_done(path) else path
+        else:  # the user's own clean / contaminated model (model.clean=…)
+            self.source = store.model_source(domain, self.stage)
         # the random stream of any samples it needs (CDD): the contaminated model's identity batch or the clean one
         self.role = "contaminated" if self.stage == "contaminated" else "clean"
 
     def score(self, domain: Domain, detector: Detector, progress: bool) -> tuple[DetectorOutput, float]:
         """The detector's output on ``domain``'s test items (cached); returns (output, wall seconds)."""
-        output, wall, _ = score_model(self.cfg, domain, detector, self.source, self.role, progress)
+        output, wall, _ = score_model(self.cfg, domain, detector, self.source, self.role, progress, self.store)
         return output, wall
+
+
+# -- before any model loads: what is missing -------------------------------------------------------------------------
+#: The overrides of an audit command that also decide which model train.py trains (the rest are the audit's own).
+_TRAIN_KEYS = ("model", "domain", "base", "finetune", "experiment", "paths", "hydra.searchpath")
+
+
+def _train_overrides(cfg: DictConfig) -> list[str]:
+    """The audit command's overrides that train.py needs to train the same models.
+
+    Read from the running Hydra app, or from the config's own ``hydra`` node (``compose(...,
+    return_hydra_config=True)``); none without either.
+    """
+    from hydra.core.hydra_config import HydraConfig
+
+    if HydraConfig.initialized():
+        task = list(HydraConfig.get().overrides.task)
+    else:
+        node = cfg.get("hydra") if "hydra" in cfg else None
+        task = list(OmegaConf.select(node, "overrides.task", default=[]) or []) if node is not None else []
+    kept = []
+    for override in task:
+        key = override.lstrip("+~").partition("=")[0]
+        if key in ("model", "domain"):  # the command names both itself
+            continue
+        if any(key == k or key.startswith(f"{k}.") for k in _TRAIN_KEYS):
+            kept.append(shlex.quote(override))
+    return kept
+
+
+def train_command(model: AuditedModel, domain: Domain) -> str:
+    """The train.py command that trains a simulated model as the audit looks for it (its seed, up to its stage)."""
+    cfg = model.cfg
+    option = group_choice(cfg, "model") or str(cfg.model.name)
+    words = ["python train.py", f"model={option}", f"domain={group_choice(cfg, 'domain') or domain.name}"]
+    words += _train_overrides(cfg)
+    if model.seed:
+        words.append(f"seed={model.seed}")
+    if model.stage != "contaminated":  # train.py's stage=all ends with the contaminated model
+        words.append(f"stage={model.stage}")
+    return " ".join(words)
+
+
+def _training_cost(model: AuditedModel, domain: Domain) -> str:
+    """What training a missing simulated model costs, from the default world's measured times, as a clause.
+
+    The base pre-training is nearly all of it; a model whose base is trained already needs only fine-tuning.
+    """
+    store = model.store
+    if model.stage != "base" and is_done(store.stage_dir(domain, "base")):
+        return "training it takes under a minute on a 2-core CPU (its base model is trained already; only fine-tuning)"
+    steps = int((model.cfg.get("base") or {}).get("steps", 0))
+    when = DEFAULT_WORLD_TIME["contaminated" if model.stage == "contaminated" else "clean"]
+    if steps == DEFAULT_WORLD_BASE_STEPS:
+        return f"training it takes {when} on a 2-core CPU, nearly all of it the base pre-training ({steps:,} steps)"
+    return (
+        f"training it is mostly its base pre-training, {steps:,} steps here (with the default world's "
+        f"{DEFAULT_WORLD_BASE_STEPS:,} it takes {when} on a 2-core CPU)"
+    )
+
+
+def missing_models_message(target: AuditedModel, references: list[AuditedModel], domain: Domain) -> str | None:
+    """One line naming every simulated model the audit needs and does not have, or None when none is missing.
+
+    For each: which model, where it was looked for, how long training it takes, the exact train.py command, and how
+    to audit without it (``audit.references=[]`` for a reference; a model of one's own for the target).
+    """
+    parts = []
+    for role, model in [("target", target), *(("reference", r) for r in references)]:
+        if model.missing is None:
+            continue
+        what = f"the {model.stage} model of seed {model.seed}"
+        store = model.store
+        if not store.pretrain:  # a hub model's LoRA stages: the model's own hint (a GPU, a pair of one's own)
+            how = store.missing_model_message(domain, model.stage, model.missing)
+            if model.seed:
+                how += f" (for {model.spec}: add seed={model.seed} stage={model.stage} to that command)"
+        else:
+            how = (
+                f"audit.{'target' if role == 'target' else 'references'}: {model.spec} ({what}) is not trained yet "
+                f"(looked in {model.missing}); {_training_cost(model, domain)}: "
+                f"`{train_command(model, domain)}`"
+            )
+        if role == "reference":
+            how += "; or audit without a reference model: add audit.references=[] (readings that need one give none)"
+        else:
+            how += "; or audit a model of your own: audit.target=<hub id or model directory>"
+        parts.append(how)
+    return ". Also ".join(parts) + "." if parts else None
 
 
 def nonmember_items(domain: Domain, setting: str) -> tuple[Domain | None, str]:
@@ -244,20 +352,66 @@ def mitigation_strategies(cfg: DictConfig) -> dict[str, Strategy]:
     return strategies
 
 
+def _solve_key(cfg: DictConfig, store: ModelStore, domain: Domain, source: str, name: str, strategy: Strategy) -> dict:
+    """What decides one strategy's sample set of one model, read from the config.
+
+    The sample cache's key, less the fields only a loaded sampler knows; those come from the ``sampler`` and
+    ``model`` nodes that the sampler is built from.
+    """
+    plain = {k: OmegaConf.to_container(cfg[k], resolve=True) for k in ("sampler", "model")}
+    return {
+        "v": MITIGATION_CACHE_VERSION,
+        "model": store.identity(source),
+        "config": plain,  # batch rows, draw, shared KV, backend: they change the samples
+        "domain": domain.eval_fingerprint(),
+        "ids": content_hash([q.id for q in domain.test]),
+        "prompt": PROMPT_VERSION,
+        "strategy": strategy.params(),
+        "role": strategy_role(name),
+        **{k: cfg.get(k) for k in ("m", "temperature", "max_new_tokens", "seed", "chunk_questions")},
+    }
+
+
+def _solve_probabilities(
+    target: AuditedModel, store: ModelStore, domain: Domain, name: str, strategy: Strategy, progress: bool
+) -> tuple[list[float], float]:
+    """Per-item solve probability of the target under one strategy, and the wall seconds of computing it.
+
+    Read from ``<cache_dir>/audit/solve`` when an earlier audit computed it: the sample cache holds the samples, but
+    reading them back needs the model loaded (the sampler keys them by its own settings), which is most of a cached
+    rerun's time. The first computation's wall time is kept, as the detection cache keeps its scores'.
+    """
+    root = target.cfg.paths.get("cache_dir")
+    key = _solve_key(target.cfg, store, domain, target.source, name, strategy)
+    path = Path(root) / "audit" / "solve" / f"{name}-{content_hash(key)}.json" if root else None
+    if path is not None and path.is_file():
+        try:
+            data = json.loads(path.read_text())
+            if data.get("key") == json.loads(json.dumps(key, default=str)) and len(data["solve"]) == len(domain.test):
+                return [float(v) for v in data["solve"]], float(data.get("wall_s", 0.0))
+        except (OSError, ValueError, KeyError, TypeError):
+            log.warning("audit: solve-probability cache %s unreadable; reading the samples", path)
+    started = time.perf_counter()
+    setup = sampling_setup(target.cfg)
+    _, samples, _ = sample_model(setup, store, domain, target.source, strategy, strategy_role(name), progress)
+    solve, wall = [s.solve_probability() for s in samples], time.perf_counter() - started
+    if path is not None:
+        atomic_write_json(path, {"key": key, "solve": solve, "wall_s": wall})
+    return solve, wall
+
+
 def _mitigation(
     strategies: dict[str, Strategy], target: AuditedModel, domain: Domain, settings: V.Settings, progress: bool
 ):
-    """Mean solve probability under identity and each other strategy (cached sample sets)."""
+    """Mean solve probability under identity and each other strategy (cached sample sets and solve probabilities)."""
     if not strategies:
         return [], {}
-    store, setup = model_store(target.cfg), sampling_setup(target.cfg)
+    store = target.store
     solve: dict[str, list[float]] = {}
     walls: dict[str, float] = {}
     for name, strategy in strategies.items():
-        started = time.perf_counter()
-        _, samples, _ = sample_model(setup, store, domain, target.source, strategy, strategy_role(name), progress)
-        walls[name] = round(time.perf_counter() - started, 3)
-        solve[name] = [s.solve_probability() for s in samples]
+        solve[name], wall = _solve_probabilities(target, store, domain, name, strategy, progress)
+        walls[name] = round(wall, 3)
     found = [V.mitigation_share(solve["identity"], solve[n], n, settings) for n in strategies if n != "identity"]
     return found, {"solve_probability": {n: sum(v) / len(v) for n, v in solve.items()}, "wall_s": walls}
 
@@ -273,17 +427,36 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     audit = cfg.audit
     domain = build_domain(cfg.domain)
     domain.check_data(train=False)  # every data file read and checked before any model loads
+    too_few = too_few_items(("", len(domain.test)))
+    if too_few:  # no reading could be computed: say so before a model loads, not after every detector has run
+        raise ContamlabError(
+            f"domain={domain.name}: {too_few} for an audit; every reading compares at least {MIN_ITEMS_PER_SIDE} "
+            "benchmark items with as many non-member items (raise domain.max_test or use a larger benchmark)"
+        )
+    target = AuditedModel(str(audit.target), cfg, domain)
+    references = [AuditedModel(str(spec), cfg, domain) for spec in audit.references]
+    missing = missing_models_message(target, references, domain)
+    if missing:
+        raise ContamlabError(missing)
+    if any(r.source == target.source for r in references):
+        raise ContamlabError(f"audit.references: {target.spec} is also the target; a model is no reference for itself")
     unknown = [n for n in audit.detectors if n not in cfg.detectors]
     if unknown:
         raise ContamlabError(f"audit.detectors: no detector {unknown[0]!r}; choose from {', '.join(cfg.detectors)}")
     detectors = {name: build(cfg.detectors[name], f"detectors.{name}") for name in audit.detectors}
     strategies = mitigation_strategies(cfg)
     settings = V.Settings(float(audit.alpha), int(audit.n_boot), float(audit.confidence), int(cfg.seed))
+    # The fingerprint reads the train split (its size keys every cache): read once here, so that the non-member view
+    # copies it instead of generating it again (the synthetic domains generate it: seconds).
+    domain.fingerprint()
     nonmembers, about_nonmembers = nonmember_items(domain, str(audit.nonmembers))
-    target = AuditedModel(str(audit.target), cfg, domain)
-    references = [AuditedModel(str(spec), cfg, domain) for spec in audit.references]
-    if any(r.source == target.source for r in references):
-        raise ContamlabError(f"audit.references: {target.spec} is also the target; a model is no reference for itself")
+    if nonmembers is not None and len(nonmembers.test) < MIN_ITEMS_PER_SIDE:
+        log.warning(
+            "audit: only %d non-member items (%s): the membership readings will say too few items (need >= %d)",
+            len(nonmembers.test),
+            about_nonmembers,
+            MIN_ITEMS_PER_SIDE,
+        )
     progress = bool(cfg.get("progress", True))
     out_dir = Path(cfg.paths.output_dir)
     found: list[V.Verdict] = []
@@ -321,7 +494,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             "detectors": per_detector,
             "mitigation": {**mitigation_extra, "total_s": round(time.perf_counter() - mark, 3)},
         },
-        "placement": model_store(cfg).placement.to_dict(),
+        "placement": target.store.placement.to_dict(),
         "timings": {"wall_s": round(time.perf_counter() - started, 3)},
         "run": run_metadata(),
     }

@@ -5,6 +5,9 @@ On the contaminated model the leaked questions are the seen ones, so AUROC / TPR
 unleaked measure the detector; the clean model saw neither half, so its AUROC is the control (about 0.5), and its
 dataset score is the "unseen" reference for the contaminated one's. Scores are cached per (model, domain, split,
 detector parameters) under ``paths.cache_dir/detect`` (JSON, atomic), so re-running a grid costs nothing.
+
+With fewer than :data:`~contamlab.metrics.roc.MIN_ITEMS_PER_SIDE` scored questions on a side there is no AUROC, TPR or
+FPR: the entry says "too few items" instead (``too_few``), and the per-question scores are still written.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from contamlab import stopping
 from contamlab.data.domain import Domain
 from contamlab.decoding.pipeline import sample_model
 from contamlab.decoding.strategy import Strategy
@@ -29,7 +33,7 @@ from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text, content_hash
 from contamlab.jobs.common import model_store, sampling_setup, tracking_run
-from contamlab.metrics.roc import auroc_interval, roc_metrics, roc_points
+from contamlab.metrics.roc import auroc_interval, roc_metrics, roc_points, too_few_items
 from contamlab.models.store import TRAINING_TEXTS, ModelStore, read_training_texts
 
 log = logging.getLogger("contamlab")
@@ -102,14 +106,22 @@ def _context(
 
 
 def score_model(
-    cfg: DictConfig, domain: Domain, detector: Detector, source: str, stage: str, progress: bool = True
+    cfg: DictConfig,
+    domain: Domain,
+    detector: Detector,
+    source: str,
+    stage: str,
+    progress: bool = True,
+    store: ModelStore | None = None,
 ) -> tuple[DetectorOutput, float, bool]:
     """The detector's output on one model (cached); returns (output, wall seconds, whether it came from cache).
 
     ``stage`` (``clean`` or ``contaminated``) picks the random stream of the samples a detector may need (CDD).
+    ``store`` is ``model_store(cfg)``, built here when not given: a caller scoring many detectors passes its own,
+    since building it (the model config's instantiation) costs more than reading a cached score.
     """
     role = _role(stage)
-    store = model_store(cfg)
+    store = store or model_store(cfg)
     key = _cache_key(cfg, store, domain, detector, source, role)
     root = cfg.paths.get("cache_dir")  # null: no caching
     path = Path(root) / "detect" / "scores" / f"{detector.name}-{content_hash(key)}.json" if root else None
@@ -121,7 +133,9 @@ def score_model(
         except (OSError, ValueError, KeyError):
             log.warning("detection cache %s unreadable; recomputing", path)
     started = time.perf_counter()
-    output = detector.score(_context(cfg, store, domain, source, stage, progress))
+    # a stop here loses only this detector on this model: every score written before it is kept
+    with stopping.activity(f"scoring {detector.name} on the {stage} model (the scores before it are cached)"):
+        output = detector.score(_context(cfg, store, domain, source, stage, progress))
     wall = time.perf_counter() - started
     if len(output.scores) != len(domain.test):
         raise ContamlabError(
@@ -139,26 +153,32 @@ def run_detection(
 
     Returns:
         A JSON-able dict: ``detector`` (its parameters), ``contaminated`` and ``clean`` (``auroc``,
-        ``tpr_at_5fpr``, ``fpr_at_95tpr``, ``dataset_score``, counts, the method's extra numbers, timings) and
-        ``counts``.
+        ``tpr_at_5fpr``, ``fpr_at_95tpr``, ``dataset_score``, counts, the method's extra numbers, timings; with too
+        few scored questions on a side the ROC numbers are None and ``too_few`` says why) and ``counts``.
     """
     if not isinstance(detector, Detector):
         raise ContamlabError(f"detector config builds {type(detector).__name__}, not a contamlab detector")
     out_dir = Path(out_dir)
     leaked = np.array([domain.split.is_leaked(q.id) for q in domain.test])
+    too_few = too_few_items(("leaked", int(leaked.sum())), ("unleaked", int((~leaked).sum())))
+    if too_few:
+        log.warning("%s on %s: %s; the scores are written, no AUROC is reported", detector.name, domain.name, too_few)
     results: dict[str, Any] = {"detector": detector.params()}
     outputs: dict[str, DetectorOutput] = {}
     store = model_store(cfg)
     for stage in STAGES:
         source = store.model_source(domain, stage)
-        output, wall, cached = score_model(cfg, domain, detector, source, stage, progress)
+        output, wall, cached = score_model(cfg, domain, detector, source, stage, progress, store)
         outputs[stage] = output
         entry = roc_metrics(output.scores, leaked)
-        interval = auroc_interval(output.scores, leaked, seed=int(cfg.seed))
+        entry["too_few"] = too_few_items(("leaked", entry["n_positive"]), ("unleaked", entry["n_negative"]))
+        if entry["too_few"]:  # an AUROC of a handful of questions reads as a finding; report none
+            entry.update(dict.fromkeys(("auroc", "tpr_at_5fpr", "tpr_at_1fpr", "fpr_at_95tpr")))
+        interval = None if entry["too_few"] else auroc_interval(output.scores, leaked, seed=int(cfg.seed))
         entry.update(
             {
                 "auroc_ci": list(interval) if interval else None,
-                "roc": roc_points(output.scores, leaked),
+                "roc": None if entry["too_few"] else roc_points(output.scores, leaked),
                 "source": source,
                 "dataset_score": output.dataset_score,
                 "extra": output.extra,
@@ -170,12 +190,11 @@ def run_detection(
         )
         results[stage] = entry
         log.info(
-            "%s on %s (%s): AUROC %s, TPR@5%%FPR %s, dataset score %s (%.1f s%s)",
+            "%s on %s (%s): %s, dataset score %s (%.1f s%s)",
             detector.name,
             stage,
             domain.name,
-            _fmt(entry["auroc"]),
-            _fmt(entry["tpr_at_5fpr"]),
+            entry["too_few"] or f"AUROC {_fmt(entry['auroc'])}, TPR@5%FPR {_fmt(entry['tpr_at_5fpr'])}",
             _fmt(output.dataset_score),
             wall,
             ", cached" if cached else "",

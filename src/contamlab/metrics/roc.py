@@ -4,16 +4,42 @@ The Min-K%++ / Shi et al. protocol (docs/methods/detectors.md): ``sklearn.metric
 label 1 = member; TPR@FPR = the largest TPR among ROC points with FPR <= the bound; FPR@TPR = the smallest FPR among
 points with TPR >= the bound. Questions without a finite score are left out and counted. The AUROC interval is a
 stratified percentile bootstrap (members and non-members resampled separately, so every draw has both classes).
+
+:data:`MIN_ITEMS_PER_SIDE` is the fewest scored items per side that any reported statistic rests on (the detection
+job's leaked / unleaked questions, the audit's benchmark / non-member items, the items of a one-sample reading);
+:func:`too_few_items` says so in the words the reports use instead of a number.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
-from sklearn.metrics import auc, roc_curve
+
+#: The fewest scored items per side behind a reported AUROC, test or bootstrap interval. With one item a side the
+#: AUROC is 0 or 1 and every bootstrap draw repeats it, an interval of width 0 that reads as a finding; with a few a
+#: side the resamples take a handful of distinct values and the percentile interval falls short of its coverage. Ten
+#: is a floor against such degenerate readings, not a power calculation; every reading is checked against it.
+MIN_ITEMS_PER_SIDE = 10
+
+
+def too_few_items(*sides: tuple[str, int]) -> str | None:
+    """The reason a statistic is not reported, when a side has fewer than :data:`MIN_ITEMS_PER_SIDE` items.
+
+    Args:
+        *sides: ``(what, count)`` of each side (``("leaked", 4), ("unleaked", 6)``); one side for a one-sample
+            statistic (``("", 3)``).
+
+    Returns:
+        ``too few items (n = 4 leaked and 6 unleaked, need ≥ 10 per side)``, or None when every side has enough.
+    """
+    if all(n >= MIN_ITEMS_PER_SIDE for _, n in sides):
+        return None
+    counts = " and ".join(f"{n} {what}".strip() for what, n in sides)
+    per = " per side" if len(sides) > 1 else ""
+    return f"too few items (n = {counts}, need ≥ {MIN_ITEMS_PER_SIDE}{per})"
 
 
 def roc_metrics(
@@ -43,6 +69,8 @@ def roc_metrics(
     }
     if y.all() or not y.any():
         return out
+    from sklearn.metrics import auc, roc_curve  # here: the audit imports this module and needs neither (seconds)
+
     fpr, tpr, _ = roc_curve(y.astype(int), s)
     out["auroc"] = float(auc(fpr, tpr))
     out["tpr_at_5fpr"] = float(tpr[fpr <= fpr_bound].max())
@@ -59,6 +87,8 @@ def roc_points(scores: Sequence[float], labels: Sequence[bool]) -> dict[str, lis
     s, y = s[keep], y[keep]
     if y.all() or not y.any():
         return None
+    from sklearn.metrics import roc_curve
+
     fpr, tpr, _ = roc_curve(y.astype(int), s)
     return {"fpr": [round(float(v), 5) for v in fpr], "tpr": [round(float(v), 5) for v in tpr]}
 
@@ -106,6 +136,54 @@ def auroc_draws(pos: np.ndarray, neg: np.ndarray, pos_idx: np.ndarray, neg_idx: 
         The AUROC of each draw [B].
     """
     p, n = pos[pos_idx], neg[neg_idx]  # [B, P], [B, N]
-    ranks = rankdata(np.concatenate([p, n], axis=1), axis=-1)  # [B, P + N]: 1-based, ties share their average rank
+    ranks = average_ranks(np.concatenate([p, n], axis=1))  # [B, P + N]
     u = ranks[:, : pos.size].sum(axis=1) - pos.size * (pos.size + 1) / 2  # [B]
     return u / (pos.size * neg.size)
+
+
+# scipy.stats has both of these, but importing it costs about a second, most of a cached audit's own work; NumPy
+# versions of the two, checked against scipy in tests/test_verdicts.py.
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks along the last axis, tied values sharing their average rank (``scipy.stats.rankdata``'s default).
+
+    Args:
+        values: Finite values ``[..., N]``.
+
+    Returns:
+        The ranks, float64, same shape.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    order = np.argsort(x, axis=-1, kind="stable")
+    ordered = np.take_along_axis(x, order, axis=-1)
+    size = x.shape[-1]
+    pos = np.broadcast_to(np.arange(size), x.shape)
+    starts = np.ones(x.shape, dtype=bool)  # where a run of equal values begins (in sorted order)
+    starts[..., 1:] = ordered[..., 1:] != ordered[..., :-1]
+    ends = np.ones(x.shape, dtype=bool)
+    ends[..., :-1] = starts[..., 1:]
+    first = np.maximum.accumulate(np.where(starts, pos, 0), axis=-1)  # the run's first position, carried forward
+    last = np.flip(np.minimum.accumulate(np.flip(np.where(ends, pos, size), axis=-1), axis=-1), axis=-1)
+    ranks = np.empty_like(x)
+    np.put_along_axis(ranks, order, (first + last) / 2 + 1, axis=-1)
+    return ranks
+
+
+def mann_whitney_greater(pos: np.ndarray, neg: np.ndarray) -> float:
+    """One-sided Mann-Whitney U p-value of H1: ``pos`` scores higher than ``neg``, by the normal approximation.
+
+    The approximation with the tie correction and the continuity correction, as ``scipy.stats.mannwhitneyu(pos, neg,
+    alternative="greater")`` computes it when both groups have more than 8 values (its exact test is for fewer; every
+    reading here has at least :data:`MIN_ITEMS_PER_SIDE`).
+    """
+    a, b = np.asarray(pos, dtype=np.float64), np.asarray(neg, dtype=np.float64)
+    n1, n2 = a.size, b.size
+    ranks = average_ranks(np.concatenate([a, b]))
+    u = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
+    _, ties = np.unique(np.concatenate([a, b]), return_counts=True)
+    n = n1 + n2
+    tie_term = float(np.sum(ties.astype(np.float64) ** 3 - ties))
+    sd = math.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))))
+    numerator = u - n1 * n2 / 2 - 0.5
+    if sd == 0:  # every value tied: no evidence either way
+        return 1.0
+    return min(1.0, max(0.0, 0.5 * math.erfc(numerator / sd / math.sqrt(2))))

@@ -17,6 +17,9 @@ reference model). The readings (docs/audit.md):
 - ConStat (Dekoninck et al. 2024): its own test (:func:`contamlab.detectors.constat.constat_test`), read here.
 - The mitigated score: the mean solve probability under identity and under a strategy, and the share the strategy
   removes (:func:`mitigation_share`). A reading, never a flag: decoding-time mitigation also lowers honest scores.
+
+No reading is computed from fewer than :data:`~contamlab.metrics.roc.MIN_ITEMS_PER_SIDE` items on a side: it then
+reports "too few items (n = …, need ≥ 10 per side)" with no value, interval, p-value or flag.
 """
 
 from __future__ import annotations
@@ -26,9 +29,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
-from contamlab.metrics.roc import auroc_draws
+from contamlab.metrics.roc import auroc_draws, mann_whitney_greater, too_few_items
 
 CODEC_STRONG = 0.8
 CODEC_GREY = 0.6
@@ -95,6 +97,15 @@ def _finite(values: Sequence[float]) -> np.ndarray:
     return v[np.isfinite(v)]
 
 
+def _too_few(name: str, statistic: str, *sides: tuple[str, int]) -> Verdict | None:
+    """The reading with no value and no verdict when a side has too few items (None when every side has enough)."""
+    why = too_few_items(*sides)
+    if why is None:
+        return None
+    counts = {what or "items": int(n) for what, n in sides}
+    return Verdict(name, statistic, None, None, None, why, None, n=sum(counts.values()), detail={"too_few": counts})
+
+
 def percentile_interval(draws: np.ndarray, confidence: float = 0.95) -> list[float]:
     """The central ``confidence`` interval of bootstrap draws."""
     alpha = (1 - confidence) / 2
@@ -132,10 +143,13 @@ def codec_bands(labels: Sequence[float], settings: Settings = Settings()) -> Ver
     Returns:
         ``flagged`` iff the score is in the strong band (>= 0.8); the grey zone (0.6-0.8) flags nothing.
     """
-    score, interval = bootstrap_mean(labels, settings)
     n = int(_finite(labels).size)
-    if score is None:
+    if not n:
         return Verdict("codec/bands", "CoDeC score", None, None, None, "no sample long enough to score", None)
+    too_few = _too_few("codec/bands", "CoDeC score", ("scored", n))
+    if too_few:
+        return too_few
+    score, interval = bootstrap_mean(labels, settings)
     band = codec_band(score)
     return Verdict(
         "codec/bands",
@@ -161,8 +175,11 @@ def codec_against_references(
     The guide's rule: read a score beside models known not to have seen the benchmark, and treat a model more than
     20 points above them as contaminated. No reference: no verdict.
     """
-    score, interval = bootstrap_mean(labels, settings)
     n = int(_finite(labels).size)
+    too_few = _too_few("codec/reference", "CoDeC score - best reference", ("scored", n)) if n else None
+    if too_few:
+        return too_few
+    score, interval = bootstrap_mean(labels, settings)
     refs = [float(r) for r in reference_scores if r is not None]
     if score is None or not refs:
         why = "no reference model" if score is not None else "no sample long enough to score"
@@ -207,9 +224,12 @@ def membership_test(
     pos, neg = _finite(members), _finite(nonmembers)
     if not pos.size or not neg.size:
         return Verdict(name, "AUROC benchmark vs reference items", None, None, None, "no scored items", None)
+    too_few = _too_few(name, "AUROC benchmark vs reference items", ("benchmark", pos.size), ("reference", neg.size))
+    if too_few:
+        return too_few
     auc = float(auroc_draws(pos, neg, np.arange(pos.size)[None], np.arange(neg.size)[None])[0])
     interval = percentile_interval(auroc_draws(pos, neg, *settings.draws(pos.size, neg.size)), settings.confidence)
-    p = float(mannwhitneyu(pos, neg, alternative="greater").pvalue)
+    p = mann_whitney_greater(pos, neg)
     flagged = p < settings.alpha
     verdict = (
         f"benchmark items score as more familiar than reference items (p = {p:.2g} < {settings.alpha})"
@@ -265,6 +285,9 @@ def membership_vs_references(
     non = non[:, np.isfinite(non).all(axis=0)]
     if not mem.shape[1] or not non.shape[1]:
         return Verdict(name, statistic, None, None, None, "no item scored by every model", None)
+    too_few = _too_few(name, statistic, ("benchmark", mem.shape[1]), ("reference", non.shape[1]))
+    if too_few:
+        return too_few
     full = (np.arange(mem.shape[1])[None], np.arange(non.shape[1])[None])
     aucs = np.array([auroc_draws(mem[k], non[k], *full)[0] for k in range(len(models))])  # [M]
     idx = settings.draws(mem.shape[1], non.shape[1])
@@ -340,6 +363,9 @@ def benbench_delta_test(
     if not keep.any():
         return Verdict(name, f"Δ {metric} (%)", None, None, None, "no item with a paraphrase scored", None)
     n = int(keep.sum())
+    too_few = _too_few(name, f"Δ {metric} (%)", ("with a paraphrase", n))
+    if too_few:
+        return too_few
     deltas = [relative_drop(metric, float(o.mean()), float(r.mean())) for o, r in zip(ori, ref)]
     (idx,) = settings.draws(n)
     boot = np.stack([_delta_draws(metric, o, r, idx) for o, r in zip(ori, ref)])  # [M, B]
@@ -399,6 +425,9 @@ def delta_train_test(
         parts.append((o[keep], r[keep]))
     if not parts[0][0].size or not parts[1][0].size:
         return Verdict(name, f"δ_train-test {metric}", None, None, None, "a split has no scored item", None)
+    too_few = _too_few(name, f"δ_train-test {metric}", ("train", parts[0][0].size), ("test", parts[1][0].size))
+    if too_few:
+        return too_few
     value = relative_drop(metric, parts[0][0].mean(), parts[0][1].mean()) - relative_drop(
         metric, parts[1][0].mean(), parts[1][1].mean()
     )
@@ -464,13 +493,17 @@ def constat_verdict(
 # -- overlap and mitigation -------------------------------------------------------------------------------------------
 def overlap_verdict(overlaps: Sequence[float], n: int = 13, settings: Settings = Settings()) -> Verdict:
     """n-gram overlap with a corpus: the share of items sharing an n-gram with it; flagged iff any item does."""
+    statistic = f"share of items with a {n}-gram in the corpus"
     share, interval = bootstrap_mean([float(v > 0) for v in _finite(overlaps)], settings)
     if share is None:
-        return Verdict("ngram", f"share of items with a {n}-gram in the corpus", None, None, None, "no item", None)
+        return Verdict("ngram", statistic, None, None, None, "no item", None)
+    too_few = _too_few("ngram", statistic, ("scored", len(_finite(overlaps))))
+    if too_few:
+        return too_few
     hits = int(np.sum(_finite(overlaps) > 0))
     return Verdict(
         "ngram",
-        f"share of items with a {n}-gram in the corpus",
+        statistic,
         share,
         interval,
         None,
@@ -488,6 +521,9 @@ def mitigation_share(
     Not a contamination test: a strategy that suppresses the greedy path also costs an honest model some accuracy.
     """
     a, b = np.asarray(identity, np.float64), np.asarray(mitigated, np.float64)
+    too_few = _too_few(f"mitigation/{name}", "share of the score removed", ("", int(a.size)))
+    if too_few:
+        return too_few
     s_id, s_mit = float(a.mean()), float(b.mean())
     (idx,) = settings.draws(a.size)
     ia, ib = a[idx].mean(axis=1), b[idx].mean(axis=1)  # [B]
