@@ -55,7 +55,8 @@ def stage_dirs(tmp: Path) -> dict[str, Path]:
     root = tmp / "models" / "tiny" / "arith"
     if not root.is_dir():
         return {}
-    return {p.name.rsplit("-", 1)[0]: p for p in root.iterdir() if not p.name.endswith(".partial")}
+    # a stage's lock file (.<stage dir>.lock) sits beside it
+    return {p.name.rsplit("-", 1)[0]: p for p in root.iterdir() if not p.name.endswith(".partial") and p.name[0] != "."}
 
 
 def make_trained(tmp_path_factory):

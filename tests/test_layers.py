@@ -2,7 +2,7 @@
 
 Layers, low to high (docs/design.md, "Layers"); a module imports only from its own layer or below:
 
-    metrics/ io errors                      pure: numbers in, numbers out
+    metrics/ io errors stopping             pure: numbers in, numbers out; the stop message
     data/ models/ (incl. the model store)   questions, prompts, splits; loading models, where trained models live
     decoding/ detectors/ training/          strategies + samplers; detection methods; the Lightning library
     analysis/                               tables, figures, report, transparency card
@@ -27,7 +27,7 @@ SRC = REPO / "src"
 PACKAGE = "contamlab"
 
 LAYERS: list[tuple[str, ...]] = [
-    ("metrics", "io", "errors"),
+    ("metrics", "io", "errors", "stopping"),
     ("data", "models"),
     ("decoding", "detectors", "training"),
     ("analysis",),

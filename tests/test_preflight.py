@@ -198,3 +198,31 @@ def test_check_launcher(monkeypatch):
         check_launcher("hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher")
     check_launcher("hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher")
     check_launcher("hydra._internal.core_plugins.basic_launcher.BasicLauncher")
+
+
+UNWRITABLE = [
+    ("train.py", False, "CONTAMLAB_ROOT", "hydra output directory {bad}/outputs/train/runs/"),
+    ("evaluate.py", True, "CONTAMLAB_ROOT", "hydra output directory {bad}/outputs/evaluate/multiruns/"),
+    ("train.py", False, "CONTAMLAB_MODELS_DIR", "paths.models_dir {bad} cannot be written"),
+    ("evaluate.py", False, "CONTAMLAB_CACHE_DIR", "paths.cache_dir {bad} cannot be written"),
+    ("audit.py", False, "CONTAMLAB_CACHE_DIR", "paths.cache_dir {bad} cannot be written"),
+]
+
+
+@pytest.mark.parametrize(("script", "multirun", "variable", "message"), UNWRITABLE)
+def test_an_unwritable_directory_is_one_line_before_anything_loads(tmp_path, script, multirun, variable, message):
+    # Below a regular file nothing can be created, for root too (CI runs as root, which ignores permission bits).
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    bad = blocker / "sub"
+    args = [sys.executable, str(REPO / script), *(["-m"] if multirun else []), *TINY, "logger=csv"]
+    if script != "train.py":
+        args = [a for a in args if not a.startswith("trainer.")]
+    env = {**os.environ, "CONTAMLAB_ROOT": str(tmp_path / "root"), variable: str(bad)}
+    done = prewarmed.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    lines = [line for line in done.stderr.splitlines() if "contamlab: error:" in line]
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert len(lines) == 1 and message.format(bad=bad) in lines[0], done.stderr
+    assert f"{blocker} is not a directory" in lines[0]
+    assert "Traceback" not in done.stdout + done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"], "something was written"

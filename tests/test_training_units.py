@@ -159,3 +159,32 @@ def test_leak_general_sets_the_contaminated_stage_mix_only():
     assert_only_the_contaminated_key_differs(default, d_default, diluted, d_diluted)
     with pytest.raises(ContamlabError, match="domain.leak_general=-1"):
         build_domain(compose("train", ["domain.leak_general=-1"]).domain)
+
+
+def test_the_eta_follows_the_recent_rate_not_the_average_since_the_start():
+    from contamlab.training.progress import StageProgress
+
+    progress = StageProgress("base")
+    progress._total = 1000
+    # 100 steps at 0.1 s each, then the machine gets busy: 1 s per step for the next 100
+    t = 0.0
+    for step in range(1, 101):
+        t += 0.1
+        progress.record(step, t)
+    assert progress.eta_s(100, t) == pytest.approx(900 * 0.1)
+    for step in range(101, 201):
+        t += 1.0
+        progress.record(step, t)
+    # the last 60 s are 60 steps at 1 s: 800 steps left take 800 s (the average since the start would say 440 s)
+    assert progress.eta_s(200, t) == pytest.approx(800.0)
+
+
+def test_the_eta_leaves_out_the_first_step():
+    from contamlab.training.progress import StageProgress
+
+    progress = StageProgress("base")
+    progress._total = 10
+    progress.record(1, 30.0)  # start-up: the first step ends 30 s in
+    assert progress.eta_s(1, 30.0) != progress.eta_s(1, 30.0)  # NaN: no rate from one point
+    progress.record(2, 31.0)
+    assert progress.eta_s(2, 31.0) == pytest.approx(8.0)

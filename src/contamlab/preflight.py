@@ -14,7 +14,9 @@ import os
 import shutil
 import socket
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -168,6 +170,59 @@ def check_hub(cfg: DictConfig) -> None:
     log.warning("the hub (%s) is unreachable: using the cached copies of %s offline", constants.ENDPOINT, sources)
 
 
+def _unwritable(path: Path) -> str | None:
+    """Why no file can be written under ``path`` (None when one can): a probe file in its nearest existing folder.
+
+    A real write, not ``os.access``: root passes every permission check but not a read-only file system.
+    """
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a directory"
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".contamlab-write-probe-", dir=existing)
+    except OSError as err:
+        return f"{existing}: {err.strerror or err}"
+    os.close(handle)
+    os.unlink(probe)
+    return None
+
+
+def written_dirs(cfg: DictConfig, output_dir: str | None = None) -> dict[str, str]:
+    """The directories a job writes, by the config key that sets each: its outputs, and its models or caches.
+
+    ``train.py`` writes models (and, for a packaged or hub model, its converted copy in the cache); ``evaluate.py``
+    and ``audit.py`` write samples and scores to the cache and only read models, which may sit on a read-only share.
+    """
+    paths = cfg.get("paths")
+    dirs = {"hydra output directory": output_dir} if output_dir else {}
+    if not isinstance(paths, DictConfig):
+        return dirs
+    model = cfg.get("model")
+    pretrain = bool(model.get("pretrain")) if isinstance(model, DictConfig) else False
+    if cfg.get("task") == "train":
+        dirs["paths.models_dir"] = paths.get("models_dir")
+        if not pretrain:
+            dirs["paths.cache_dir"] = paths.get("cache_dir")
+    else:
+        dirs["paths.cache_dir"] = paths.get("cache_dir")
+    return {key: str(value) for key, value in dirs.items() if value}
+
+
+def check_writable(cfg: DictConfig, output_dir: str | None = None) -> None:
+    """Every directory the job writes can be written, checked before any model loads (one line otherwise)."""
+    env = {"paths.models_dir": "CONTAMLAB_MODELS_DIR", "paths.cache_dir": "CONTAMLAB_CACHE_DIR"}
+    for key, value in written_dirs(cfg, output_dir).items():
+        why = _unwritable(Path(value))
+        if why is not None:
+            fix = f"{key}=DIR or {env[key]}" if key in env else "hydra.run.dir=DIR (hydra.sweep.dir=DIR with -m)"
+            raise ContamlabError(
+                f"{key} {value} cannot be written ({why}); point it at a writable directory: {fix}, or "
+                "CONTAMLAB_ROOT for all of them"
+            )
+
+
 def advise(cfg: DictConfig) -> None:
     """Settings that run but say less than a user may expect: logged as warnings, the job goes on."""
     if cfg.get("task") == "evaluate" and cfg.get("m") == 1 and cfg.get("strategy", {}).get("_target_"):
@@ -181,6 +236,7 @@ def preflight(cfg: DictConfig) -> None:
     """Every machine check of a composed train or evaluate config (see the module docstring)."""
     if cfg.get("task") == "train":
         check_trainer(cfg)
+    check_writable(cfg)
     check_wandb(cfg)
     check_hub(cfg)
     advise(cfg)
@@ -202,13 +258,26 @@ class PreflightCallback(Callback):
     checked here; W&B's login and the trainer's devices too, so a grid that would fail in every job stops once.
     """
 
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """A single run's output directory, models and cache can be written (Hydra creates the first one next)."""
+        self._check(lambda: check_writable(config, str(config.hydra.run.dir)))
+
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Run the checks; a failure is one line on stderr and exit status 2."""
-        try:
+
+        def checks() -> None:
             check_launcher(str(config.hydra.launcher.get("_target_", "")))
             if config.get("task") == "train":
                 check_trainer(config)
+            check_writable(config, str(config.hydra.sweep.dir))
             check_wandb(config)
+
+        self._check(checks)
+
+    @staticmethod
+    def _check(checks: Callable[[], None]) -> None:
+        try:
+            checks()
         except ContamlabError as err:
             print(f"contamlab: error: {err}", file=sys.stderr)
             sys.exit(2)

@@ -179,7 +179,7 @@ TRAIN: dict[str, tuple[Check, str]] = {
     "finetune.clean_n_domain": integer(0),
     "trainer.num_threads": optional(integer(1)),
     "trainer.log_every_n_steps": integer(1),
-    "trainer.progress_every_n_steps": integer(1),
+    "trainer.progress_every_n_steps": optional(integer(1)),
     "trainer.enable_progress_bar": boolean(),
 }
 

@@ -11,7 +11,9 @@ skips it).
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -22,12 +24,13 @@ import lightning as L
 from lightning.pytorch.callbacks import ModelCheckpoint
 from omegaconf import DictConfig, OmegaConf
 
-from contamlab.config import build, build_domain, log, set_threads
+from contamlab import stopping
+from contamlab.config import build, build_domain, busy_cores, log, set_threads
 from contamlab.data.domain import Domain
 from contamlab.data.general import Example
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, content_hash
-from contamlab.jobs.common import model_store
+from contamlab.jobs.common import library_output, model_store
 from contamlab.jobs.metadata import run_metadata
 from contamlab.models import load_causal_lm, load_tokenizer
 from contamlab.models.store import (
@@ -44,6 +47,7 @@ from contamlab.training.checkpoints import checkpoint_step
 from contamlab.training.datamodule import CausalLMDataModule, ExampleDataset, PackedDataset
 from contamlab.training.module import CausalLMModule
 from contamlab.training.progress import StageProgress
+from contamlab.training.stage_lock import stage_lock
 
 logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
 # Lightning's advice about ckpt_path / LeafSpec does not apply here (we resume explicitly); keep logs readable.
@@ -55,6 +59,7 @@ warnings.filterwarnings("ignore", message=r".*Checkpoint directory .* exists and
 
 def run(cfg: DictConfig) -> dict[str, Path]:
     """Train every requested stage that is not finished yet; return the stage directories."""
+    library_output(bool(cfg.trainer.enable_progress_bar) and sys.stderr.isatty())  # bars only where StageProgress's
     domain = build_domain(cfg.domain)
     domain.check_data()  # every data file read and checked before any model loads or any training starts
     store = model_store(cfg)
@@ -73,10 +78,14 @@ def run(cfg: DictConfig) -> dict[str, Path]:
                 write_training_texts(path, stage_texts(cfg, domain, stage))
                 log.info("stage %s: recorded its training texts (%s)", stage, TRAINING_TEXTS)
             continue
-        log.info("stage %s: training into %s", stage, path)
-        threads = _set_threads(cfg, stage)
-        log.info("stage %s: %s torch threads", stage, threads or "default")
-        train_stage(cfg, store, domain, stage, path)
+        with stage_lock(path, stage):
+            if is_done(path):  # another process trained it while this one waited for the lock
+                log.info("stage %s: trained by another process meanwhile, at %s (skipped)", stage, path)
+                continue
+            log.info("stage %s: training into %s", stage, path)
+            threads = _set_threads(cfg, stage)
+            log.info("stage %s: %s torch threads", stage, threads)
+            train_stage(cfg, store, domain, stage, path)
     return out
 
 
@@ -123,14 +132,34 @@ class StageInputs:
     texts: list[str]
 
 
-def _set_threads(cfg: DictConfig, stage: str) -> int | None:
+def _set_threads(cfg: DictConfig, stage: str) -> int:
     """Torch CPU threads of a stage: ``base.num_threads`` for the base stage, else ``trainer.num_threads``.
 
-    The count changes the float reductions, so models trained with different counts differ in their last bits; it
-    is a property of the machine, not of the model, so it is not part of any key (the train summary records it).
+    The count changes the float reductions, so models trained with different counts differ in their last bits. A
+    fixed count (the tiny world's base: 2) makes one command give one model whatever else runs on the machine; on a
+    busy machine it runs slower, and a warning says so. The count is not part of any key (the recipe is the same);
+    the train summary records it.
     """
-    threads = cfg.base.get("num_threads") if stage == "base" and cfg.get("base") else None
-    return set_threads(threads or cfg.trainer.get("num_threads"))
+    import torch
+
+    key = "base.num_threads" if stage == "base" and cfg.get("base") else "trainer.num_threads"
+    wanted = cfg.base.get("num_threads") if key == "base.num_threads" else cfg.trainer.get("num_threads")
+    threads = set_threads(wanted) or torch.get_num_threads()
+    if wanted != "auto" and threads > 1:
+        busy = busy_cores()
+        if busy >= 0.5:
+            log.warning(
+                "stage %s: %.1f of %d cores are busy with other work; it trains on %d threads all the same (%s), "
+                "so that this command gives the same model as on an idle machine, but slower. %s=auto takes only the "
+                "idle cores, faster here, at the cost of a model that depends on the load",
+                stage,
+                busy,
+                os.cpu_count() or 1,
+                threads,
+                key,
+                key,
+            )
+    return threads
 
 
 def stage_corpus(cfg: DictConfig, domain: Domain, stage: str) -> list[str] | list[Example]:
@@ -252,6 +281,11 @@ def train_stage(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str, 
         inputs.dataset, inputs.micro_batch, inputs.tokenizer.pad_token_id, int(cfg.seed), packed=inputs.packed
     )
     every = max(1, min(100, opt["total_steps"] // 5))
+    progress = StageProgress(
+        stage,
+        cfg.trainer.get("progress_every_n_steps"),
+        bar=None if cfg.trainer.enable_progress_bar else False,
+    )
     # No checkpoint on an exception (Ctrl-C): one written mid-step would not resume exactly; the periodic one does.
     callbacks = [
         ModelCheckpoint(
@@ -261,11 +295,7 @@ def train_stage(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str, 
             save_top_k=1,
             enable_version_counter=False,
         ),
-        StageProgress(
-            stage,
-            int(cfg.trainer.get("progress_every_n_steps", 100)),
-            bar=None if cfg.trainer.enable_progress_bar else False,
-        ),
+        progress,
     ]
     resume = ckpt_dir / "last.ckpt"
     resumed_from, resume_step = None, None
@@ -300,7 +330,13 @@ def train_stage(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str, 
     )
     started = time.perf_counter()
     try:
-        trainer.fit(module, datamodule=data, ckpt_path=str(resume) if resume.is_file() else None)
+        with stopping.activity(lambda: _where(stage, progress, every, resume_step)):
+            try:
+                trainer.fit(module, datamodule=data, ckpt_path=str(resume) if resume.is_file() else None)
+            except SystemExit:
+                if progress.interrupted is not None:  # Lightning's answer to Ctrl-C: report it as the stop it is
+                    raise KeyboardInterrupt from None
+                raise
     finally:
         tracking.finish(loggers)
     if trainer.interrupted:
@@ -310,6 +346,20 @@ def train_stage(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str, 
     if trainer.is_global_zero:
         trained = TrainedStage(stage, path, work, module, inputs, wall, trainer.global_step, resumed_from)
         _save_stage(cfg, store, domain, trained)
+        if hint := tracking.sync_hint(path):  # the final folder: W&B's own hint named <path>.partial
+            log.info("stage %s: %s", stage, hint)
+
+
+def _where(stage: str, progress: StageProgress, every: int, resume_step: int | None) -> str:
+    """Where a stopped stage stands: its step, and the checkpoint step that the same command resumes from.
+
+    A checkpoint is written every ``every`` optimiser steps (none on the stop itself: one written mid-step would not
+    resume exactly).
+    """
+    step = progress.step
+    saved = step - step % every if step >= every else resume_step
+    resumes = f"it resumes from its checkpoint at step {saved}" if saved else "no checkpoint yet: it starts again"
+    return f"training stage {stage} at step {step}/{progress.total} ({resumes})"
 
 
 @dataclass(frozen=True)
@@ -339,6 +389,8 @@ class TrainedStage:
 
 def _save_stage(cfg: DictConfig, store: ModelStore, domain: Domain, trained: TrainedStage) -> None:
     """Write a trained stage's weights, tokenizer, split, texts and ``train_summary.json``; move it into place."""
+    import torch
+
     stage, path, work, wall = trained.stage, trained.path, trained.work, trained.wall_s
     module, inputs = trained.module, trained.inputs
     tokenizer, dataset = inputs.tokenizer, inputs.dataset
@@ -368,6 +420,7 @@ def _save_stage(cfg: DictConfig, store: ModelStore, domain: Domain, trained: Tra
         "loss_last": losses[-1] if losses else None,
         "loss_curve": losses[:: max(1, len(losses) // 100)],
         "precision": str(cfg.trainer.precision),
+        "threads": torch.get_num_threads(),  # changes the float rounding, not the key (_set_threads)
         "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
         "run": run_metadata(),
     }
