@@ -67,10 +67,10 @@ NONMEMBER_SEED = 100
 #: Bump when the cached solve probabilities of the mitigated score change meaning (:func:`_mitigation`).
 MITIGATION_CACHE_VERSION = 1
 #: The default world's base pre-training (``domain=arith``: 3,000 steps of 8 x 256 tokens) and what ``python
-#: train.py`` costs with it on the project's 2-core CPU (docs/performance.md: base 345 s, clean 12 s, contaminated
-#: 23 s). A missing simulated model's message quotes these rather than a guess for another recipe.
+#: train.py`` costs with it on 2-core CPUs (docs/performance.md: base 345-640 s, clean 12-19 s, contaminated 23-37 s
+#: on two machines). A missing simulated model's message quotes these rather than a guess for another recipe.
 DEFAULT_WORLD_BASE_STEPS = 3000
-DEFAULT_WORLD_TIME = {"clean": "about 6 min", "contaminated": "about 6 min 30 s"}
+DEFAULT_WORLD_TIME = {"clean": "6-11 min", "contaminated": "6.5-12 min"}
 
 
 class AuditedModel:
