@@ -365,6 +365,10 @@ def test_detector_table():
     assert table.splitlines()[0].startswith("| detector | model | domain | AUROC contaminated | AUROC clean |")
     assert "| loss | tiny | arith | 0.900 | 0.500 | 0.500 | 0.200 | 0.300 | -0.300 | -0.400 |" in table
     assert detector_table([]) == ""
+    # a grid's jobs all carry the same cached detection: listed once; another domain's is a row of its own
+    other = {**result, "config": {"model": {"name": "tiny"}, "domain": {"name": "arith_pq"}}}
+    rows = detector_table([result, dict(result), other]).splitlines()[2:]
+    assert [row.split(" | ")[2] for row in rows] == ["arith", "arith_pq"]
 
 
 # -- paraphraser ----------------------------------------------------------------------------------------------------

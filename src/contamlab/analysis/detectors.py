@@ -8,6 +8,7 @@ is scored on the same items against the truth.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 COLUMNS = (
@@ -26,6 +27,26 @@ COLUMNS = (
 
 def _fmt(value: Any) -> str:
     return "" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def unique_detections(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The results with a ``detection``, one per detector (with its settings) × model × domain.
+
+    Every job of a grid carries the detection of its model and domain (computed once, read from the cache by the
+    others): listed once per job it would fill the tables and the ROC legend with copies.
+    """
+    seen: dict[str, dict[str, Any]] = {}
+    for result in results:
+        det, cfg = result.get("detection"), result.get("config", {})
+        if not det:
+            continue
+        key = json.dumps(
+            [det.get("detector"), cfg.get("model", {}).get("name"), cfg.get("domain", {}).get("name")],
+            sort_keys=True,
+            default=str,
+        )
+        seen.setdefault(key, result)
+    return list(seen.values())
 
 
 def detector_row(result: dict[str, Any]) -> dict[str, Any]:
@@ -55,7 +76,7 @@ def detector_table(results: list[dict[str, Any]]) -> str:
     Returns:
         The table ('' when no result has detection).
     """
-    rows = [detector_row(r) for r in results if r.get("detection")]
+    rows = [detector_row(r) for r in unique_detections(results)]
     if not rows:
         return ""
     rows.sort(key=lambda r: (r["model"], r["domain"], -(r["AUROC contaminated"] or 0.0), r["detector"]))
@@ -133,7 +154,7 @@ def leaderboard(results: list[dict[str, Any]]) -> str:
 def comparison_lines(results: list[dict[str, Any]]) -> list[str]:
     """One line per model-comparison test (ConStat): p-value and the estimated uncontaminated score vs the truth."""
     out = []
-    for result in results:
+    for result in unique_detections(results):
         cmp = (result.get("detection") or {}).get("comparison")
         if not cmp:
             continue
@@ -160,7 +181,7 @@ def roc_figure(results: list[dict[str, Any]], path, title: str = ""):
     from contamlab.analysis.figures import roc_panels
 
     curves: dict[str, list[tuple[str, dict, dict | None]]] = {}
-    for result in results:
+    for result in unique_detections(results):
         det = result.get("detection")
         if not det or not det.get("contaminated", {}).get("roc"):
             continue
