@@ -11,17 +11,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import prewarmed
 import pytest
 from e2e import REPO
 
-BASE = ["experiment=small_world", "stage=base", "base.steps=30", "logger=csv", "trainer.enable_progress_bar=false"]
+# 8 steps: enough for one thread and two to give other weights (asserted below)
+BASE = ["experiment=small_world", "stage=base", "base.steps=8", "logger=csv", "trainer.enable_progress_bar=false"]
 BUSY = "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end: pass"
 
 
 def _train(tmp: Path, tag: str, *overrides: str) -> tuple[Path, str]:
     dirs = [f"paths.models_dir={tmp / tag}", f"hydra.run.dir={tmp / 'h' / tag}"]
     args = [sys.executable, str(REPO / "train.py"), *BASE, *dirs, *overrides]
-    done = subprocess.run(args, cwd=tmp, capture_output=True, text=True, timeout=900)
+    done = prewarmed.run(args, cwd=tmp, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     (stage,) = (tmp / tag / "tiny" / "arith").glob("base-*")
     return stage, done.stdout + done.stderr  # Hydra's log goes to stdout
