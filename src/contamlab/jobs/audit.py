@@ -53,7 +53,7 @@ from contamlab.detectors.ngram import NgramOverlapDetector
 from contamlab.detectors.paraphrase import reference_versions
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text, content_hash
-from contamlab.jobs.common import model_store, sampling_setup, tracking_run
+from contamlab.jobs.common import library_output, model_store, sampling_setup, tracking_run
 from contamlab.jobs.detect import score_model
 from contamlab.jobs.metadata import run_metadata
 from contamlab.metrics import verdicts as V
@@ -393,7 +393,8 @@ def _solve_probabilities(
             log.warning("audit: solve-probability cache %s unreadable; reading the samples", path)
     started = time.perf_counter()
     setup = sampling_setup(target.cfg)
-    _, samples, _ = sample_model(setup, store, domain, target.source, strategy, strategy_role(name), progress)
+    role = strategy_role(name)
+    _, samples, _ = sample_model(setup, store, domain, target.source, strategy, role, progress, label=target.spec)
     solve, wall = [s.solve_probability() for s in samples], time.perf_counter() - started
     if path is not None:
         atomic_write_json(path, {"key": key, "solve": solve, "wall_s": wall})
@@ -423,6 +424,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     from contamlab.analysis.transparency_card import card_from_audit, write_card
 
     set_threads(cfg.get("threads"))
+    library_output(bool(cfg.progress))
     started = time.perf_counter()
     audit = cfg.audit
     domain = build_domain(cfg.domain)
@@ -518,6 +520,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         results["timings"]["wall_s"],
         out_dir,
     )
+    if hint := build(cfg.logger, "logger").sync_hint(out_dir):
+        log.info(hint)
     return results
 
 

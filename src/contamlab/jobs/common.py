@@ -95,4 +95,6 @@ def library_output(progress: bool) -> None:
         if transformers is not None:
             transformers.enable_progress_bar()
         _bars_disabled = False
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    # Nor are rouge-score's absl INFO records ("Using default tokenizer", once a BenBench run).
+    for name in ("matplotlib", "absl"):
+        logging.getLogger(name).setLevel(logging.WARNING)

@@ -99,7 +99,9 @@ def _context(
         load=load,
         cache_dir=str(Path(cfg.paths.cache_dir) / "detect") if cfg.paths.get("cache_dir") else None,
         model_key=store.identity(source),
-        samples=lambda: sample_model(sampling_setup(cfg), store, domain, source, Strategy(), role, progress),
+        samples=lambda: sample_model(
+            sampling_setup(cfg), store, domain, source, Strategy(), role, progress, label=stage
+        ),
         lineage=lambda: _lineage(store, domain, source, stage),
         progress=progress,
     )
