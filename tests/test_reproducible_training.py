@@ -47,7 +47,7 @@ def test_one_command_gives_one_model_on_a_busy_machine(tmp_path):
             proc.kill()
     assert _sha1(starved) == _sha1(idle)
     summary = json.loads((starved / "train_summary.json").read_text())
-    assert summary["threads"] == 2
+    assert summary["run"]["machine"]["torch_threads"] == 2
     assert "cores are busy with other work; it trains on 2 threads all the same" in log
 
 

@@ -286,68 +286,55 @@ def sample_model(
         ``(greedy, samples, timing)``.
     """
     label = label or Path(str(source)).name
-    cache = Path(setup.cache_dir) / "samples"
+    cache = str(Path(setup.cache_dir) / "samples")
     # a stop loses at most the chunk being sampled: the cache keeps every chunk written before it
     with stopping.activity(f"sampling {label}/{strategy.name} (the chunks sampled so far are kept in {cache})"):
-        return _sample_model(setup, store, domain, source, strategy, role, progress, label)
+        takes_source = setup.takes_source
+        if takes_source and type(strategy).wrap_model is not Strategy.wrap_model:
+            raise ContamlabError(f"strategy={strategy.name} patches the HF model in the decode loop; use sampler=hf")
+        model = None if takes_source else store.load(source)
+        tokenizer = store.load_tokenizer(source)
 
+        def make_sampler(net, max_new_tokens: int = setup.max_new_tokens):
+            return setup.factory(net, tokenizer, stop=domain.format.stop, max_new_tokens=max_new_tokens)
 
-def _sample_model(
-    setup: SamplingSetup,
-    store: ModelStore,
-    domain: Domain,
-    source: str,
-    strategy: Strategy,
-    role: str,
-    progress: bool,
-    label: str,
-) -> tuple[list[QuestionSamples], list[QuestionSamples], dict]:
-    takes_source = setup.takes_source
-    if takes_source and type(strategy).wrap_model is not Strategy.wrap_model:
-        raise ContamlabError(f"strategy={strategy.name} patches the HF model in the decode loop; use sampler=hf")
-    model = None if takes_source else store.load(source)
-    tokenizer = store.load_tokenizer(source)
-
-    def make_sampler(net, max_new_tokens: int = setup.max_new_tokens):
-        return setup.factory(net, tokenizer, stop=domain.format.stop, max_new_tokens=max_new_tokens)
-
-    sampler = make_sampler(source if takes_source else model)
-    samplers = [sampler]
-    key, cache = setup.model_key(store, source), str(Path(setup.cache_dir) / "samples")
-    t0 = time.perf_counter()
-    try:
-        greedy = greedy_set(sampler, domain, domain.test, key, cache, progress=progress, label=label)
-        t_wrap = time.perf_counter()
-        context = WrapContext(store, domain, source, make_sampler, setup.backend, setup.cache_dir, progress)
-        wrapped = model if takes_source else strategy.wrap_model(model, context)
-        t_wrap = time.perf_counter() - t_wrap
-        if wrapped is not model:
-            sampler = make_sampler(wrapped)
-            samplers.append(sampler)
-        samples = sample_set(
-            sampler,
-            domain,
-            domain.test,
-            strategy,
-            m=setup.m,
-            temperature=setup.temperature,
-            seed=stream_seed(setup.seed, role, setup.common_noise),
-            model_key=key,
-            cache_root=cache,
-            greedy=greedy,
-            chunk_questions=setup.chunk_questions,
-            progress=progress,
-            label=label,
-        )
-    finally:
-        for each in samplers:
-            getattr(each, "close", lambda: None)()  # a second vLLM engine would not fit beside the first on a GPU
-    tokens = sum(s.stats.generated_tokens for s in samplers)
-    decode_s = sum(s.stats.wall_s for s in samplers)
-    timing: dict[str, Any] = {
-        "wall_s": time.perf_counter() - t0,
-        "wrap_s": t_wrap,
-        "generated_tokens": tokens,
-        "tokens_per_s": tokens / decode_s if decode_s > 0 else 0.0,
-    }
-    return greedy, samples, timing
+        sampler = make_sampler(source if takes_source else model)
+        samplers = [sampler]
+        key = setup.model_key(store, source)
+        t0 = time.perf_counter()
+        try:
+            greedy = greedy_set(sampler, domain, domain.test, key, cache, progress=progress, label=label)
+            t_wrap = time.perf_counter()
+            context = WrapContext(store, domain, source, make_sampler, setup.backend, setup.cache_dir, progress)
+            wrapped = model if takes_source else strategy.wrap_model(model, context)
+            t_wrap = time.perf_counter() - t_wrap
+            if wrapped is not model:
+                sampler = make_sampler(wrapped)
+                samplers.append(sampler)
+            samples = sample_set(
+                sampler,
+                domain,
+                domain.test,
+                strategy,
+                m=setup.m,
+                temperature=setup.temperature,
+                seed=stream_seed(setup.seed, role, setup.common_noise),
+                model_key=key,
+                cache_root=cache,
+                greedy=greedy,
+                chunk_questions=setup.chunk_questions,
+                progress=progress,
+                label=label,
+            )
+        finally:
+            for each in samplers:
+                getattr(each, "close", lambda: None)()  # a second vLLM engine would not fit beside the first on a GPU
+        tokens = sum(s.stats.generated_tokens for s in samplers)
+        decode_s = sum(s.stats.wall_s for s in samplers)
+        timing: dict[str, Any] = {
+            "wall_s": time.perf_counter() - t0,
+            "wrap_s": t_wrap,
+            "generated_tokens": tokens,
+            "tokens_per_s": tokens / decode_s if decode_s > 0 else 0.0,
+        }
+        return greedy, samples, timing

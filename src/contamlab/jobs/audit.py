@@ -53,7 +53,7 @@ from contamlab.detectors.ngram import NgramOverlapDetector
 from contamlab.detectors.paraphrase import reference_versions
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text, content_hash
-from contamlab.jobs.common import library_output, model_store, sampling_setup, tracking_run
+from contamlab.jobs.common import library_output, log_sync_hint, model_store, sampling_setup, tracking_run
 from contamlab.jobs.detect import score_model
 from contamlab.jobs.metadata import run_metadata
 from contamlab.metrics import verdicts as V
@@ -424,7 +424,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     from contamlab.analysis.transparency_card import card_from_audit, write_card
 
     set_threads(cfg.get("threads"))
-    library_output(bool(cfg.progress))
+    progress = bool(cfg.get("progress", True))
+    library_output(progress)
     started = time.perf_counter()
     audit = cfg.audit
     domain = build_domain(cfg.domain)
@@ -459,7 +460,6 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             about_nonmembers,
             MIN_ITEMS_PER_SIDE,
         )
-    progress = bool(cfg.get("progress", True))
     out_dir = Path(cfg.paths.output_dir)
     found: list[V.Verdict] = []
     per_detector: dict[str, Any] = {}
@@ -520,8 +520,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         results["timings"]["wall_s"],
         out_dir,
     )
-    if hint := build(cfg.logger, "logger").sync_hint(out_dir):
-        log.info(hint)
+    log_sync_hint(cfg, out_dir)
     return results
 
 

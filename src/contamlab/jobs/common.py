@@ -17,6 +17,8 @@ from contamlab.config import build, group_choice
 from contamlab.decoding.pipeline import SamplingSetup
 from contamlab.models.store import ModelStore
 
+log = logging.getLogger("contamlab")
+
 
 def _plain(node: Any) -> Any:
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
@@ -58,6 +60,13 @@ def sampling_setup(cfg: DictConfig) -> SamplingSetup:
 def common_noise(cfg: DictConfig) -> bool:
     """Whether the run shares one random stream between the clean and the strategy batches (opt-in)."""
     return bool(cfg.sampler.get("common_noise", False))
+
+
+def log_sync_hint(cfg: DictConfig, out_dir: Path) -> None:
+    """The job's last line when it logged to W&B offline: where its runs are and how to upload them."""
+    hint = build(cfg.logger, "logger").sync_hint(out_dir)
+    if hint:
+        log.info("%s", hint)
 
 
 def tracking_run(cfg: DictConfig, out_dir: Path, group: str, name: str) -> AbstractContextManager[Any]:

@@ -25,7 +25,14 @@ from contamlab.decoding.strategy import Strategy
 from contamlab.decoding.streams import CLEAN, CLEAN_2, readout_seed, strategy_role, stream_seed
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text
-from contamlab.jobs.common import common_noise, library_output, model_store, sampling_setup, tracking_run
+from contamlab.jobs.common import (
+    common_noise,
+    library_output,
+    log_sync_hint,
+    model_store,
+    sampling_setup,
+    tracking_run,
+)
 from contamlab.jobs.metadata import run_metadata
 from contamlab.metrics import bin_index, compute_metrics, per_bin_table, question_readouts
 
@@ -163,7 +170,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         v["g_ap"],
         out_dir,
     )
-    _log_sync_hint(cfg, out_dir)
+    log_sync_hint(cfg, out_dir)
     return results
 
 
@@ -245,13 +252,6 @@ def _analyses(
     return out
 
 
-def _log_sync_hint(cfg: DictConfig, out_dir: Path) -> None:
-    """The job's last line when it logged to W&B offline: where its runs are and how to upload them."""
-    hint = build(cfg.logger, "logger").sync_hint(out_dir)
-    if hint:
-        log.info("%s", hint)
-
-
 def _log_wandb(cfg, results, out_dir, figures=None) -> None:
     run_group = f"eval-{cfg.model.name}-{cfg.domain.name}"
     with tracking_run(cfg, out_dir, run_group, str(cfg.strategy.name)) as run:
@@ -298,5 +298,5 @@ def _run_detection_only(cfg: DictConfig, domain: Domain, detector: Any) -> dict[
     atomic_write_json(out_dir / "results.json", results)
     domain.split.save(out_dir / "split.json")
     log.info("%s on %s/%s: results in %s", detector.name, cfg.model.name, domain.name, out_dir)
-    _log_sync_hint(cfg, out_dir)
+    log_sync_hint(cfg, out_dir)
     return results

@@ -138,7 +138,7 @@ def _set_threads(cfg: DictConfig, stage: str) -> int:
     The count changes the float reductions, so models trained with different counts differ in their last bits. A
     fixed count (the tiny world's base: 2) makes one command give one model whatever else runs on the machine; on a
     busy machine it runs slower, and a warning says so. The count is not part of any key (the recipe is the same);
-    the train summary records it.
+    the train summary records it (``run.machine.torch_threads``).
     """
     import torch
 
@@ -339,9 +339,6 @@ def train_stage(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str, 
                 raise
     finally:
         tracking.finish(loggers)
-    if trainer.interrupted:
-        where = f"from {resume}" if resume.is_file() else "(no checkpoint was written yet: it starts again)"
-        raise ContamlabError(f"stage {stage} interrupted; re-run the same command to resume {where}")
     wall = time.perf_counter() - started
     if trainer.is_global_zero:
         trained = TrainedStage(stage, path, work, module, inputs, wall, trainer.global_step, resumed_from)
@@ -389,8 +386,6 @@ class TrainedStage:
 
 def _save_stage(cfg: DictConfig, store: ModelStore, domain: Domain, trained: TrainedStage) -> None:
     """Write a trained stage's weights, tokenizer, split, texts and ``train_summary.json``; move it into place."""
-    import torch
-
     stage, path, work, wall = trained.stage, trained.path, trained.work, trained.wall_s
     module, inputs = trained.module, trained.inputs
     tokenizer, dataset = inputs.tokenizer, inputs.dataset
@@ -420,7 +415,6 @@ def _save_stage(cfg: DictConfig, store: ModelStore, domain: Domain, trained: Tra
         "loss_last": losses[-1] if losses else None,
         "loss_curve": losses[:: max(1, len(losses) // 100)],
         "precision": str(cfg.trainer.precision),
-        "threads": torch.get_num_threads(),  # changes the float rounding, not the key (_set_threads)
         "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
         "run": run_metadata(),
     }
