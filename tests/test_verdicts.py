@@ -12,7 +12,7 @@ from scipy.stats import mannwhitneyu, norm
 from sklearn.metrics import roc_auc_score
 
 from contamlab.metrics import verdicts as V
-from contamlab.metrics.roc import MIN_ITEMS_PER_SIDE, auroc_draws, average_ranks, mann_whitney_greater
+from contamlab.metrics.roc import MIN_ITEMS_PER_SIDE, auroc_draws
 
 FAST = V.Settings(n_boot=400)
 
@@ -200,26 +200,3 @@ def test_every_reading_reports_too_few_items_instead_of_a_verdict(reading, words
     v = reading()
     assert v.verdict.startswith("too few items (") and v.verdict.endswith(words), v.verdict
     assert (v.value, v.interval, v.p_value, v.flagged) == (None, None, None, None)
-
-
-# -- the rank statistics, without scipy at run time --------------------------------------------------------------------
-def test_average_ranks_equal_scipy_with_ties_on_every_row():
-    from scipy.stats import rankdata
-
-    rng = np.random.default_rng(1)
-    for levels in (2, 5, 1000):
-        x = rng.integers(0, levels, (7, 31)).astype(float)
-        assert np.array_equal(average_ranks(x), rankdata(x, axis=-1))
-    assert average_ranks(np.array([3.0, 1.0, 3.0, 2.0])).tolist() == [3.5, 1.0, 3.5, 2.0]
-
-
-def test_mann_whitney_equals_scipy_beyond_its_exact_range():
-    rng = np.random.default_rng(2)
-    for trial in range(40):
-        n1, n2 = rng.integers(10, 80, 2)
-        tied = trial % 2 == 0
-        a = rng.integers(0, 6, n1).astype(float) if tied else rng.normal(0.3, 1, n1)
-        b = rng.integers(0, 6, n2).astype(float) if tied else rng.normal(0, 1, n2)
-        expected = mannwhitneyu(a, b, alternative="greater").pvalue
-        assert mann_whitney_greater(a, b) == pytest.approx(expected, rel=1e-9, abs=1e-15)
-    assert mann_whitney_greater(np.ones(10), np.ones(12)) == 1.0  # all tied: scipy's 1.0 too

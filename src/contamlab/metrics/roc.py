@@ -12,7 +12,6 @@ job's leaked / unleaked questions, the audit's benchmark / non-member items, the
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -135,55 +134,9 @@ def auroc_draws(pos: np.ndarray, neg: np.ndarray, pos_idx: np.ndarray, neg_idx: 
     Returns:
         The AUROC of each draw [B].
     """
+    from scipy.stats import rankdata  # here: importing scipy costs about a second, most of a cached audit's own work
+
     p, n = pos[pos_idx], neg[neg_idx]  # [B, P], [B, N]
-    ranks = average_ranks(np.concatenate([p, n], axis=1))  # [B, P + N]
+    ranks = rankdata(np.concatenate([p, n], axis=1), axis=-1)  # [B, P + N]: 1-based, ties share their average rank
     u = ranks[:, : pos.size].sum(axis=1) - pos.size * (pos.size + 1) / 2  # [B]
     return u / (pos.size * neg.size)
-
-
-# scipy.stats has both of these, but importing it costs about a second, most of a cached audit's own work; NumPy
-# versions of the two, checked against scipy in tests/test_verdicts.py.
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks along the last axis, tied values sharing their average rank (``scipy.stats.rankdata``'s default).
-
-    Args:
-        values: Finite values ``[..., N]``.
-
-    Returns:
-        The ranks, float64, same shape.
-    """
-    x = np.asarray(values, dtype=np.float64)
-    order = np.argsort(x, axis=-1, kind="stable")
-    ordered = np.take_along_axis(x, order, axis=-1)
-    size = x.shape[-1]
-    pos = np.broadcast_to(np.arange(size), x.shape)
-    starts = np.ones(x.shape, dtype=bool)  # where a run of equal values begins (in sorted order)
-    starts[..., 1:] = ordered[..., 1:] != ordered[..., :-1]
-    ends = np.ones(x.shape, dtype=bool)
-    ends[..., :-1] = starts[..., 1:]
-    first = np.maximum.accumulate(np.where(starts, pos, 0), axis=-1)  # the run's first position, carried forward
-    last = np.flip(np.minimum.accumulate(np.flip(np.where(ends, pos, size), axis=-1), axis=-1), axis=-1)
-    ranks = np.empty_like(x)
-    np.put_along_axis(ranks, order, (first + last) / 2 + 1, axis=-1)
-    return ranks
-
-
-def mann_whitney_greater(pos: np.ndarray, neg: np.ndarray) -> float:
-    """One-sided Mann-Whitney U p-value of H1: ``pos`` scores higher than ``neg``, by the normal approximation.
-
-    The approximation with the tie correction and the continuity correction, as ``scipy.stats.mannwhitneyu(pos, neg,
-    alternative="greater")`` computes it when both groups have more than 8 values (its exact test is for fewer; every
-    reading here has at least :data:`MIN_ITEMS_PER_SIDE`).
-    """
-    a, b = np.asarray(pos, dtype=np.float64), np.asarray(neg, dtype=np.float64)
-    n1, n2 = a.size, b.size
-    ranks = average_ranks(np.concatenate([a, b]))
-    u = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
-    _, ties = np.unique(np.concatenate([a, b]), return_counts=True)
-    n = n1 + n2
-    tie_term = float(np.sum(ties.astype(np.float64) ** 3 - ties))
-    sd = math.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))))
-    numerator = u - n1 * n2 / 2 - 0.5
-    if sd == 0:  # every value tied: no evidence either way
-        return 1.0
-    return min(1.0, max(0.0, 0.5 * math.erfc(numerator / sd / math.sqrt(2))))
