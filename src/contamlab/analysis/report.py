@@ -248,10 +248,12 @@ def best_mitigation(rows: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, 
         return None, "no mitigation ran"
     if identity is None:
         return mitigations[0], "no Identity job, so the lowest mitigation is in bold, untested against no mitigation"
+    evidence = None
     for row in mitigations:  # lowest first; the lowest may sit within the noise where a paired runner-up does not
-        if beats_identity(row, identity)[0]:
+        beats, words = beats_identity(row, identity)  # a paired test reads both jobs' per_question.csv: once each
+        if beats:
             return row, None
-    evidence = beats_identity(mitigations[0], identity)[1]
+        evidence = evidence or words
     return None, f"**no mitigation beats Identity here** (lowest mitigation: {evidence})"
 
 
