@@ -203,6 +203,40 @@ REAL_ARGS ?= domain=gsm8k domain.max_test=100 audit.target=base audit.references
 real-audit: $(STAMP) ## Audit SmolLM2-135M-Instruct and Gemma-3-270m on GSM8K -> $(REAL)/report.md (CPU: about an hour)
 	$(PY) audit.py --multirun model=smollm2,gemma3 $(REAL_ARGS) progress=false hydra.sweep.dir=$(REAL)
 
+# The real-LM world (docs/real_world.md): SmolLM2-135M-Instruct and Gemma-3-270m LoRA-contaminated on the synthetic
+# arithmetic domain (a random half of the test problems leaked verbatim, or in another wording), at three seeds; then
+# the audit of every clean and contaminated model as if it were released (non-members: fresh problems of the same
+# generator; reference: the clean model of the next seed), and every detector on every pair (AUROC leaked vs
+# unleaked; the audits have scored both models already, so these read the detection cache).
+RW ?= outputs/real_world
+RW_MODELS ?= smollm2 gemma3
+RW_SEEDS ?= 0 1 2
+RW_ARGS ?=        # overrides for every job, e.g. model.random_layers=2 for a plumbing run without weights
+RW_DETECTORS ?= loss,zlib,mink,minkpp,recall,dcpdd,ngram,codec,benbench
+RW_AUDIT = audit.detectors=[$(RW_DETECTORS)] audit.mitigate=[] progress=false $(RW_ARGS)
+RW_DETECT = strategy=none detector=$(RW_DETECTORS) progress=false $(RW_ARGS)
+# The tiny world's detection sweep set beside it (make reproduce writes it; absent: no tiny column)
+RW_TINY ?= $(REPRO)/detectors_arith
+RW_MODELS_DIR ?= $${CONTAMLAB_MODELS_DIR:-outputs/models}
+
+real-world: $(STAMP) ## The real-LM world: SmolLM2 and Gemma-3 contaminated at 3 seeds, every detector, the meta-audit -> $(RW)/real_world.md
+	for model in $(RW_MODELS); do for seed in $(RW_SEEDS); do \
+		$(PY) train.py experiment=real_world model=$$model seed=$$seed trainer.enable_progress_bar=false $(RW_ARGS) \
+			hydra.run.dir=$(RW)/train/$$model-$$seed && \
+		$(PY) train.py experiment=real_world_pq model=$$model seed=$$seed trainer.enable_progress_bar=false $(RW_ARGS) \
+			hydra.run.dir=$(RW)/train/$$model-$$seed-pq || exit 1; done; done
+	seeds="$(RW_SEEDS)"; for model in $(RW_MODELS); do for seed in $$seeds; do \
+		ref=$$(echo $$seeds $$seeds | tr ' ' '\n' | grep -A1 -x -m1 $$seed | tail -1); \
+		$(PY) audit.py -m experiment=real_world model=$$model seed=$$seed audit.target=clean,contaminated \
+			audit.references=[clean@$$ref] $(RW_AUDIT) hydra.sweep.dir=$(RW)/audit/$$model-$$seed && \
+		$(PY) audit.py -m experiment=real_world_pq model=$$model seed=$$seed audit.target=contaminated \
+			audit.references=[clean@$$ref] $(RW_AUDIT) hydra.sweep.dir=$(RW)/audit/$$model-$$seed-pq && \
+		$(PY) evaluate.py -m experiment=real_world model=$$model seed=$$seed $(RW_DETECT) \
+			hydra.sweep.dir=$(RW)/detect/$$model-$$seed && \
+		$(PY) evaluate.py -m experiment=real_world_pq model=$$model seed=$$seed $(RW_DETECT) \
+			hydra.sweep.dir=$(RW)/detect/$$model-$$seed-pq || exit 1; done; done
+	$(PY) -m contamlab.analysis.real_world $(RW) --models $(RW_MODELS_DIR) $$(test -d $(RW_TINY) && echo --tiny $(RW_TINY))
+
 # A .partial stage directory is a training run that was killed and never resumed (or is still running): skip its runs.
 sync: $(STAMP) ## Upload offline W&B runs (needs WANDB_API_KEY; skips unfinished .partial stages)
 	find outputs -type d -name 'offline-run-*' -not -path '*.partial/*' -print0 | xargs -0 -r $(VENV)/bin/wandb sync
@@ -215,4 +249,4 @@ clean: ## Remove outputs, caches and the virtual environment
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 .PHONY: help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
-	_repro-arith_pq reproduce-profile meta-audit _meta-0 _meta-1 real-audit bench bench-smollm2 smollm2-run sync wandb-report clean
+	_repro-arith_pq reproduce-profile meta-audit _meta-0 _meta-1 real-audit real-world bench bench-smollm2 smollm2-run sync wandb-report clean

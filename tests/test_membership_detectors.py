@@ -92,7 +92,20 @@ def test_dcpdd_detector_reads_the_pretraining_corpus(tok, model):
         ids = tok(f"Question: {q.question}\nAnswer: {q.solution}")["input_ids"]
         assert got == pytest.approx(dcpdd_score(token_logprobs(model, ids), ids[1:], freq, 100.0), rel=1e-4)
     with pytest.raises(ContamlabError, match="base stage"):
-        DCPDDDetector().score(DetectionContext(_Domain(), QS, "tiny", lambda: (model, tok)))
+        DCPDDDetector(corpus="pretraining").score(DetectionContext(_Domain(), QS, "tiny", lambda: (model, tok)))
+
+
+def test_dcpdd_reads_general_text_for_a_model_without_a_recorded_corpus(tok, model, data_dir):
+    from contamlab.data.general import load_openorca
+
+    rows = load_openorca(10_000, seed=0, warn_short=False)
+    corpus_ids = tok([e.prompt + e.response for e in rows], add_special_tokens=False)["input_ids"]
+    freq = token_frequencies(corpus_ids, len(tok))
+    out = DCPDDDetector(a=100.0).score(DetectionContext(_Domain(), QS, "smollm2", lambda: (model, tok)))  # auto
+    assert out.extra["corpus"] == f"OpenOrca ({len(rows)} rows, general text)"
+    for q, got in zip(QS, out.scores):
+        ids = tok(f"Question: {q.question}\nAnswer: {q.solution}")["input_ids"]
+        assert got == pytest.approx(dcpdd_score(token_logprobs(model, ids), ids[1:], freq, 100.0), rel=1e-4)
 
 
 # -- n-gram overlap -------------------------------------------------------------------------------------------------

@@ -173,6 +173,7 @@ TRAIN: dict[str, tuple[Check, str]] = {
     "finetune.global_batch": integer(1),
     "finetune.epochs": integer(1),
     "finetune.max_length": integer(2),
+    "finetune.group_by_length": boolean(),
     "finetune.loss_on": choice("response", "all"),
     "finetune.general.source": choice("openorca", "domain_train", "none"),
     "finetune.general.n": integer(0),

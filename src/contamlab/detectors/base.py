@@ -171,6 +171,11 @@ class Detector:
     #: Whether the detector reads the model's sampled responses (``DetectionContext.samples``, CDD): then the
     #: samples' settings are part of its cache key.
     needs_samples: ClassVar[bool] = False
+    #: Whether the output reads the benchmark's leaked/unleaked split or how the leak was rendered (BenBench's
+    #: leaked and unleaked summaries). Otherwise a model's scores depend only on the evaluated items, and are cached
+    #: once for every split and leak form of them: an audit's reference model, scored under another seed's split,
+    #: and the clean model shared by ``arith`` and ``arith_pq`` are scored once.
+    reads_split: ClassVar[bool] = False
 
     def params(self) -> dict[str, Any]:
         """The parameters that determine the scores (cache key and results.json): every field but the runtime ones."""

@@ -128,6 +128,7 @@ class BenBenchDetector(Detector):
     # 2: Δ over the original score; three full rewrites as arith's references. 3: per-item reference and train
     # columns and the matching n-grams (the audit's intervals and evidence)
     version: ClassVar[int] = 3
+    reads_split: ClassVar[bool] = True  # its summary splits Δ into the leaked and the unleaked questions
 
     name: str = "benbench"
     ngram: list[int] = field(default_factory=lambda: [5, 10])

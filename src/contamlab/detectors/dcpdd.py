@@ -9,8 +9,9 @@ model's probability of the text's i-th token and f(v) the smoothed corpus freque
     β(x) = mean_i α_i                     (higher = more likely seen)
 
 The per-question score is β; the dataset score is its mean. The frequencies come from a corpus: on the default
-world, the pretraining corpus that train.py recorded for the base stage (``corpus: pretraining``); elsewhere a JSONL
-file of texts (``text`` field) the user gives. The token probabilities are the cached pass Loss / Zlib / Min-K%
+world, the pretraining corpus that train.py recorded for the base stage (``corpus: pretraining``); for a pretrained
+model, whose corpus is unknown, general text (``corpus: openorca``; ``auto`` picks between the two); or a JSONL file of
+texts (``text`` field) the user gives. The token probabilities are the cached pass Loss / Zlib / Min-K%
 share.
 """
 
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from contamlab.data.general import load_openorca
 from contamlab.detectors.base import (
     RUNTIME,
     DetectionContext,
@@ -34,6 +36,8 @@ from contamlab.detectors.base import (
 )
 from contamlab.detectors.membership import token_stats
 from contamlab.errors import ContamlabError
+
+OPENORCA_ROWS = 100_000  # corpus=openorca reads every row up to this many (the offline sample has 284)
 
 
 def token_frequencies(corpus_ids: Sequence[Sequence[int]], vocab_size: int) -> np.ndarray:
@@ -80,14 +84,16 @@ class DCPDDDetector(Detector):
     """DC-PDD with the frequency corpus as a setting.
 
     Attributes:
-        corpus: ``pretraining`` (the base stage's recorded training texts; the tiny world) or a JSONL path (``text``).
+        corpus: ``auto`` (``pretraining`` where the model has a recorded base stage, else ``openorca``),
+            ``pretraining`` (the base stage's recorded training texts; the tiny world), ``openorca`` (the OpenOrca
+            rows: general text, for a pretrained model whose corpus is unknown) or a JSONL path (``text``).
         a: Upper bound of α (0.01).
         text: What is scored: ``document`` (question block + reference response), ``question`` or ``answer``.
         batch_tokens: Rows x padded length per forward pass (None: 1,024 on a CPU, 8,192 on an accelerator).
     """
 
     name: str = "dcpdd"
-    corpus: str = "pretraining"
+    corpus: str = "auto"
     a: float = 0.01
     text: str = "document"
     batch_tokens: int | None = field(default=None, metadata=RUNTIME)
@@ -99,8 +105,16 @@ class DCPDDDetector(Detector):
 
     def corpus_texts(self, ctx: DetectionContext) -> tuple[list[str], str]:
         """The reference corpus and its name."""
-        if self.corpus == "pretraining":
-            lineage = (ctx.lineage() if ctx.lineage is not None else None) or {}  # None: a model trained elsewhere
+        lineage = (ctx.lineage() if ctx.lineage is not None else None) or {}  # None: a model trained elsewhere
+        corpus = self.corpus
+        if corpus == "auto":
+            corpus = "pretraining" if lineage.get("base") else "openorca"
+        if corpus == "openorca":
+            # Every row of the general data (the local sample offline): a pretrained model's own corpus is unknown,
+            # and general text is the paper's reference corpus. The fine-tuning stages mix in a few of these rows.
+            rows = load_openorca(OPENORCA_ROWS, seed=0, warn_short=False)
+            return [e.prompt + e.response for e in rows], f"OpenOrca ({len(rows)} rows, general text)"
+        if corpus == "pretraining":
             if not lineage.get("base"):
                 raise ContamlabError(
                     "detector=dcpdd corpus=pretraining needs the base stage's recorded training texts (the tiny "

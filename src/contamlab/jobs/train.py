@@ -277,8 +277,14 @@ def train_stage(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str, 
     inputs = _prepare(cfg, store, domain, stage)
     opt = inputs.opt
     module = CausalLMModule(inputs.model, **opt)
+    group = inputs.micro_batch * inputs.accumulate if cfg.finetune.get("group_by_length") else None
     data = CausalLMDataModule(
-        inputs.dataset, inputs.micro_batch, inputs.tokenizer.pad_token_id, int(cfg.seed), packed=inputs.packed
+        inputs.dataset,
+        inputs.micro_batch,
+        inputs.tokenizer.pad_token_id,
+        int(cfg.seed),
+        packed=inputs.packed,
+        group_by_length=group,
     )
     every = max(1, min(100, opt["total_steps"] // 5))
     progress = StageProgress(

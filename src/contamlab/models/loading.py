@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,9 @@ import torch
 from contamlab.errors import ContamlabError
 from contamlab.io import looks_like_path
 from contamlab.models.placement import DTYPES, resolve_dtype
+
+# peft asks transformers for a deprecated property on every adapter load: one FutureWarning a load, nothing to act on.
+warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase

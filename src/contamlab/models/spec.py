@@ -136,13 +136,37 @@ class PackagedModel(ModelSpec):
 
     The package record is ``contamlab.models.packaged.PACKAGED[kind]``; the converted model lives under
     ``<cache_dir>/<kind>``. A subclass sets ``kind`` (recorded in the model key) and nothing else.
+
+    Attributes:
+        random_layers: Tests and plumbing checks: a randomly initialised model with this architecture and this many
+            decoder layers (:mod:`contamlab.models.random_init`); no weights are read. None: the real model.
     """
 
+    random_layers: int | None = None
+
+    def __post_init__(self) -> None:
+        """Check ``random_layers`` before any model loads."""
+        layers = self.random_layers
+        if layers is not None and (isinstance(layers, bool) or not isinstance(layers, int) or layers < 1):
+            raise ContamlabError(f"model.random_layers={layers!r}: must be an integer >= 1, or null (the real model)")
+
+    def key(self) -> dict[str, Any]:
+        """:meth:`ModelSpec.key`, with ``random_layers`` only when set: the real model's stages keep their names."""
+        key = super().key()
+        if self.random_layers is None:
+            del key["random_layers"]
+        return key
+
     def base_source(self, cache_dir: str | Path) -> str:
-        """The converted model's directory under ``<cache_dir>/<kind>`` (converted on first use)."""
+        """The model's directory under ``<cache_dir>/<kind>``: converted on first use, or random when asked for."""
         from contamlab.models.packaged import PACKAGED
 
-        return str(PACKAGED[self.kind].converted_dir(Path(cache_dir) / self.kind))
+        packaged, cache = PACKAGED[self.kind], Path(cache_dir) / self.kind
+        if self.random_layers is not None:
+            from contamlab.models.random_init import random_model_dir
+
+            return str(random_model_dir(packaged, cache, self.random_layers))
+        return str(packaged.converted_dir(cache))
 
     def missing_hint(self, head: str, which: str, option: str, domain: Domain) -> str:
         """LoRA fine-tuning on a CPU, or the user's own pair."""

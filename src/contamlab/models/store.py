@@ -190,6 +190,8 @@ class ModelStore:
     def _finetune_key(self) -> dict:
         recipe = dict(self.finetune or {})
         recipe.pop("precision", None)  # bf16 vs fp32 is a hardware choice, recorded in the summary instead
+        if not recipe.get("group_by_length"):  # off: the recipe as before the option existed, the same directories
+            recipe.pop("group_by_length", None)
         return recipe
 
     def stage_key(self, domain: Domain, stage: str) -> dict:

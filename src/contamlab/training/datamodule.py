@@ -7,7 +7,7 @@ from typing import Any
 
 import lightning as L
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, Sampler
 from transformers import PreTrainedTokenizerBase
 
 from contamlab.data.general import Example
@@ -81,6 +81,39 @@ class PackedDataset(Dataset):
         return {"input_ids": row, "attention_mask": torch.ones_like(row), "labels": row}
 
 
+class LengthGroupedBatches(Sampler[list[int]]):
+    """Micro-batches that group each optimiser step's documents by length, to cut the padding.
+
+    The permutation is the one ``shuffle=True`` would draw (``randperm`` from the same generator), so every optimiser
+    step trains on the same documents as without grouping; only which documents share a micro-batch changes: each
+    step's ``group`` documents are sorted by length before they are cut into micro-batches. On the real-LM world's
+    mixes (OpenOrca rows up to 256 tokens beside ~130-token problems) this removes most of the 1.4-1.55x padding.
+
+    Args:
+        lengths: Tokens of each document.
+        micro_batch: Documents per micro-batch.
+        group: Documents per optimiser step (``finetune.global_batch``).
+        generator: The seeded generator of the shuffle (the loader's, so that a resumed epoch replays it).
+    """
+
+    def __init__(self, lengths: Sequence[int], micro_batch: int, group: int, generator: torch.Generator) -> None:
+        self.lengths = list(lengths)
+        self.micro_batch = micro_batch
+        self.group = group
+        self.generator = generator
+
+    def __iter__(self) -> Iterator[list[int]]:
+        order = torch.randperm(len(self.lengths), generator=self.generator).tolist()
+        for start in range(0, len(order), self.group):
+            step = sorted(order[start : start + self.group], key=lambda i: self.lengths[i], reverse=True)
+            for b in range(0, len(step), self.micro_batch):
+                yield step[b : b + self.micro_batch]
+
+    def __len__(self) -> int:
+        n, full = len(self.lengths), len(self.lengths) // self.group
+        return full * -(-self.group // self.micro_batch) + -(-(n - full * self.group) // self.micro_batch)
+
+
 class ResumableLoader(DataLoader):
     """A seeded, shuffled DataLoader whose position in the epoch is part of Lightning's checkpoint.
 
@@ -147,22 +180,38 @@ class _Served:
 class CausalLMDataModule(L.LightningDataModule):
     """Serves one stage's dataset with a seeded shuffle, so a re-run sees the same order."""
 
-    def __init__(self, dataset: Dataset, batch_size: int, pad_id: int, seed: int, packed: bool = False) -> None:
+    def __init__(
+        self,
+        dataset: Dataset,
+        batch_size: int,
+        pad_id: int,
+        seed: int,
+        packed: bool = False,
+        group_by_length: int | None = None,
+    ) -> None:
         super().__init__()
         self.dataset = dataset
         self.batch_size = batch_size
         self.pad_id = pad_id
         self.seed = seed
         self.packed = packed
+        self.group_by_length = group_by_length  # documents per optimiser step to sort by length (None: no grouping)
 
     def train_dataloader(self) -> DataLoader:
         """A shuffled, resumable loader; packed rows need no collation beyond stacking."""
         generator = torch.Generator().manual_seed(self.seed)
+        collate = None if self.packed else pad_collate(self.pad_id)
+        if self.group_by_length and not self.packed:
+            lengths = [len(ids) for ids, _ in self.dataset.items]
+            batches = LengthGroupedBatches(lengths, self.batch_size, self.group_by_length, generator)
+            return ResumableLoader(
+                self.dataset, batch_sampler=batches, generator=generator, collate_fn=collate, num_workers=0
+            )
         return ResumableLoader(
             self.dataset,
             batch_size=self.batch_size,
             shuffle=True,
             generator=generator,
-            collate_fn=None if self.packed else pad_collate(self.pad_id),
+            collate_fn=collate,
             num_workers=0,
         )

@@ -70,6 +70,10 @@ class CausalLMModule(L.LightningModule):
         self.min_lr_ratio = min_lr_ratio
         self.weight_decay = weight_decay
         self.betas = tuple(betas)
+        # A LoRA stage's checkpoints keep only the trainable weights (the adapter): the frozen base is reloaded from
+        # the parent model on resume, bit for bit. SmolLM2's full state is 0.5 GB a checkpoint, Gemma-3's 1 GB.
+        self.frozen = {name for name, p in self.named_parameters() if not p.requires_grad}
+        self.strict_loading = not self.frozen
         self.losses: list[float] = []  # per optimiser step, for train_summary.json
         self.tokens_seen = 0
         self._t0 = time.perf_counter()
@@ -96,11 +100,13 @@ class CausalLMModule(L.LightningModule):
         self.tokens_seen = 0
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        """Keep the loss history and the torch RNG (dropout, e.g. LoRA's) with the checkpoint.
+        """Keep the loss history and the torch RNG (dropout, e.g. LoRA's) with the checkpoint; drop frozen weights.
 
         Lightning restores weights, optimiser, scheduler and loop progress but not the global RNG; a resumed stage
         draws the same dropout masks as an uninterrupted one only if it continues the same stream.
         """
+        if self.frozen:
+            checkpoint["state_dict"] = {k: v for k, v in checkpoint["state_dict"].items() if k not in self.frozen}
         checkpoint["contamlab"] = {
             "losses": list(self.losses),
             "torch_rng": torch.get_rng_state(),
@@ -123,6 +129,10 @@ class CausalLMModule(L.LightningModule):
         # The fused kernel (one pass over all parameters per step) where torch has one: 2 % of the tiny base
         # stage's step on two CPU cores (docs/performance.md); the same update up to float rounding.
         fused = all(p.device.type in ("cpu", "cuda") and p.dtype in FUSED_DTYPES for p in params) or None
+        if "mixed" in str(self.trainer.precision):
+            # Lightning's mixed-precision plugin refuses to clip the gradients of an optimizer that unscales them
+            # itself, as the fused kernel does: the plain loop here (the same update).
+            fused = None
         optimizer = torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay, betas=self.betas, fused=fused)
         scheduler = torch.optim.lr_scheduler.LambdaLR(
             optimizer, lr_lambda(self.schedule, self.warmup_steps, self.total_steps, self.min_lr_ratio)

@@ -1,0 +1,180 @@
+"""The real-LM world's two costs against the compute ceiling: the LoRA training step and the detectors' forward pass.
+
+    python benchmarks/real_lm.py --model smollm2          # SmolLM2-135M (about 3 minutes on 2 cores)
+    python benchmarks/real_lm.py --model gemma3           # Gemma-3-270m (about 6 minutes)
+
+One run measures, on the world's own documents (``experiment=real_world``'s clean-stage mix, micro-batches of 4):
+
+- this CPU's GEMM rate in fp32 and bf16 (a [512 x hidden] x [hidden x 4·hidden] product, the MLP's shape);
+- the LoRA step (forward, backward, AdamW) in fp32 and under bf16 autocast, with micro-batches padded as drawn and
+  grouped by length (``finetune.group_by_length``);
+- the detectors' forward pass (per-token log-probabilities, what loss / zlib / Min-K% / Min-K%++ share) in fp32 and
+  under bf16 autocast.
+
+Each rate is real tokens per second (padding excluded) and its share of the ceiling: the GEMM rate divided by the
+FLOPs a token costs (forward: 2 × the linear weights, the output projection included; LoRA step: forward + the
+backward to the activations through the frozen weights, 2 × forward, + 6 × the adapter's weights). Writes
+``benchmarks/results/real_lm-<model>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+from contamlab.config import build_domain, compose
+from contamlab.io import atomic_write_json
+from contamlab.jobs.train import stage_corpus
+from contamlab.training.datamodule import ExampleDataset, LengthGroupedBatches, pad_collate
+
+
+def gemm_rate(hidden: int, dtype: torch.dtype, repeats: int = 20) -> float:
+    """FLOP/s of a [512, hidden] x [hidden, 4 hidden] product in ``dtype``."""
+    a, b = torch.randn(512, hidden, dtype=dtype), torch.randn(hidden, 4 * hidden, dtype=dtype)
+    a @ b
+    start = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    return 2 * 512 * hidden * 4 * hidden * repeats / (time.perf_counter() - start)
+
+
+def linear_params(model: torch.nn.Module, trainable: bool | None = None) -> int:
+    """Weights of the linear layers (the output projection included; embeddings looked up, not multiplied)."""
+    total = 0
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear):
+            for p in module.parameters(recurse=False):
+                if p.dim() == 2 and (trainable is None or p.requires_grad == trainable):
+                    total += p.numel()
+    return total
+
+
+def batches(dataset: ExampleDataset, pad_id: int, grouped: bool, n: int) -> list[dict[str, torch.Tensor]]:
+    """The first ``n`` micro-batches of 4 of a seeded epoch, plain or grouped by length within steps of 8."""
+    collate = pad_collate(pad_id)
+    generator = torch.Generator().manual_seed(0)
+    if grouped:
+        lengths = [len(ids) for ids, _ in dataset.items]
+        order = list(LengthGroupedBatches(lengths, 4, 8, generator))
+    else:
+        perm = torch.randperm(len(dataset), generator=generator).tolist()
+        order = [perm[i : i + 4] for i in range(0, len(perm), 4)]
+    return [collate([dataset[i] for i in idx]) for idx in order[:n]]
+
+
+def timed(fn, data: list[dict[str, torch.Tensor]]) -> float:
+    """Real tokens per second of ``fn`` over ``data`` (the first batch is a warm-up, not timed)."""
+    fn(data[0])
+    start, tokens = time.perf_counter(), 0
+    for batch in data[1:]:
+        fn(batch)
+        tokens += int(batch["attention_mask"].sum())
+    return tokens / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=("smollm2", "gemma3"), default="smollm2")
+    parser.add_argument("--batches", type=int, default=7, help="micro-batches timed per setting (after a warm-up)")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    from peft import LoraConfig, get_peft_model
+
+    from contamlab.jobs.common import model_store
+    from contamlab.models import load_causal_lm, load_tokenizer
+
+    cfg = compose("train", ["experiment=real_world", f"model={args.model}", "logger=csv"])
+    domain = build_domain(cfg.domain)
+    source = model_store(cfg).base_source()
+    tokenizer = load_tokenizer(source)
+    dataset = ExampleDataset(stage_corpus(cfg, domain, "clean"), tokenizer, int(cfg.finetune.max_length), "all")
+    model = load_causal_lm(source, "float32")
+    hidden = model.config.hidden_size
+    lora = cfg.finetune.lora
+    model = get_peft_model(
+        model,
+        LoraConfig(
+            r=int(lora.r),
+            lora_alpha=int(lora.alpha),
+            lora_dropout=float(lora.dropout),
+            target_modules=list(lora.target_modules),
+            task_type="CAUSAL_LM",
+        ),
+    )
+    frozen, adapter = linear_params(model, trainable=False), linear_params(model, trainable=True)
+    fwd_flops = 2 * (frozen + adapter)  # per token
+    step_flops = 2 * fwd_flops + 6 * adapter
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+    rates = {"gemm_fp32": gemm_rate(hidden, torch.float32), "gemm_bf16": gemm_rate(hidden, torch.bfloat16)}
+    fp32, bf16 = rates["gemm_fp32"] / 1e9, rates["gemm_bf16"] / 1e9
+    print(f"{args.model}: GEMM fp32 {fp32:.0f} GFLOP/s, bf16 {bf16:.0f} GFLOP/s")
+    print(f"per token: forward {fwd_flops / 1e6:.0f} MFLOP, LoRA step {step_flops / 1e6:.0f} MFLOP")
+    rows = []
+
+    def step(bf16: bool):
+        def run(batch):
+            model.train()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                out = model(**batch)
+            out.loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+
+        return run
+
+    def forward(bf16: bool):
+        def run(batch):
+            model.eval()
+            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+                torch.log_softmax(logits.float(), dim=-1)
+
+        return run
+
+    pad = tokenizer.pad_token_id
+    for kind, make, flops in (("LoRA step", step, step_flops), ("forward (detectors)", forward, fwd_flops)):
+        for grouped in (False, True):
+            data = batches(dataset, pad, grouped, args.batches + 1)
+            for bf16 in (False, True):
+                rate = timed(make(bf16), data)
+                ceiling = rates["gemm_bf16" if bf16 else "gemm_fp32"] / flops
+                row = {
+                    "kind": kind,
+                    "precision": "bf16 autocast" if bf16 else "fp32",
+                    "batches": "grouped by length" if grouped else "as drawn",
+                    "tokens_per_s": round(rate, 1),
+                    "ceiling_tokens_per_s": round(ceiling, 1),
+                    "share_of_ceiling": round(rate / ceiling, 3),
+                }
+                rows.append(row)
+                print(
+                    f"{kind:20s} {row['precision']:14s} {row['batches']:18s} {rate:7.1f} tok/s "
+                    f"(ceiling {ceiling:6.0f}: {rate / ceiling:.0%})"
+                )
+    base = next(r for r in rows if r["kind"] == "LoRA step" and r["precision"] == "fp32" and r["batches"] == "as drawn")
+    best = next(r for r in rows if r["kind"] == "LoRA step" and r["precision"] != "fp32" and r["batches"] != "as drawn")
+    print(f"LoRA step, bf16 + grouped vs fp32 as drawn: {best['tokens_per_s'] / base['tokens_per_s']:.2f}x")
+    out = Path(__file__).parent / "results" / f"real_lm-{args.model}.json"
+    atomic_write_json(
+        out,
+        {
+            "model": args.model,
+            "machine": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(),
+            "threads": args.threads,
+            "gemm_flops": rates,
+            "flops_per_token": {"forward": fwd_flops, "lora_step": step_flops},
+            "rows": rows,
+        },
+    )
+    print(f"written {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""The real-LM world's report: the seed-averaged AUROC against sklearn, and the tables built from job folders."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from contamlab.analysis.real_world import detection_table, detections, seed_average, write_report
+from contamlab.analysis.report import load_results
+
+
+def _seeds(rng: np.random.Generator, shift: float, n: int = 40, seeds: int = 3) -> list[tuple[np.ndarray, np.ndarray]]:
+    out = []
+    for _ in range(seeds):
+        leaked = np.arange(n) % 2 == 0
+        out.append((rng.normal(size=n) + shift * leaked, leaked))
+    return out
+
+
+def test_seed_average_is_the_mean_of_sklearn_aurocs_with_an_interval_around_it():
+    rng = np.random.default_rng(1)
+    seeds = _seeds(rng, 1.0)
+    seeds[1][0][3] = np.nan  # an unscored question is left out, as sklearn is given only the scored ones
+    got = seed_average(seeds)
+    keep = [np.isfinite(s) for s, _ in seeds]
+    want = [roc_auc_score(y[k], s[k]) for (s, y), k in zip(seeds, keep)]
+    assert got["per_seed"] == pytest.approx(want)
+    assert got["auroc"] == pytest.approx(np.mean(want))
+    low, high = got["ci"]
+    assert low < got["auroc"] < high and high - low < 0.3
+    assert got["n"] == [40, 39, 40]
+    # no separation: the interval covers 0.5; one empty class: no value
+    null = seed_average(_seeds(np.random.default_rng(2), 0.0))
+    assert null["ci"][0] < 0.5 < null["ci"][1]
+    assert seed_average([(np.array([1.0, 2.0]), np.array([True, True]))]) is None
+
+
+def _job(root, name, model, domain, detector, seed, scores_c, scores_k, leaked):
+    job = root / name
+    job.mkdir(parents=True)
+    result = {
+        "config": {"model": {"name": model}, "domain": {"name": domain}, "seed": seed},
+        "detection": {"detector": {"name": detector}},
+    }
+    (job / "results.json").write_text(json.dumps(result))
+    with (job / "detection_per_question.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "leaked", "score_contaminated", "score_clean"])
+        for i, (c, k, y) in enumerate(zip(scores_c, scores_k, leaked)):
+            w.writerow([f"q{i}", int(y), c, k])
+
+
+def test_the_detection_table_reads_job_folders_and_sets_the_tiny_world_beside(tmp_path):
+    leaked = [True] * 12 + [False] * 12
+    perfect = [1.0] * 12 + [0.0] * 12  # AUROC 1 on the contaminated model
+    flat = list(np.linspace(0, 1, 24))[::2] + list(np.linspace(0, 1, 24))[1::2]  # clean: 66 of 144 pairs, 0.458
+    for seed in (0, 1, 2):
+        _job(tmp_path / "real", f"s{seed}", "smollm2", "arith", "loss", seed, perfect, flat, leaked)
+    _job(tmp_path / "tiny", "t0", "tiny", "arith", "loss", 0, perfect, flat, leaked)
+    found = detections(load_results(tmp_path / "real"))
+    assert set(found) == {("smollm2", "arith", "loss")} and len(found[("smollm2", "arith", "loss")]["clean"]) == 3
+    table = detection_table(found, detections(load_results(tmp_path / "tiny")))
+    row = next(line for line in table.splitlines() if line.startswith("| loss"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:3] == ["loss", "verbatim", "1.00 [1.00, 1.00]"]
+    assert cells[3].startswith("0.46 ") and cells[4] == "1.00 [1.00, 1.00]" and cells[5] == "yes"
+    report = write_report(tmp_path / "real", tmp_path / "tiny")
+    assert "| loss | verbatim |" in report.read_text() and "No audits found." in report.read_text()
