@@ -212,9 +212,11 @@ RW ?= outputs/real_world
 RW_MODELS ?= smollm2 gemma3
 RW_SEEDS ?= 0 1 2
 RW_ARGS ?=        # overrides for every job, e.g. model.random_layers=2 for a plumbing run without weights
-RW_DETECTORS ?= loss,zlib,mink,minkpp,recall,dcpdd,ngram,codec,benbench
+# The detectors of a CPU run: those that need one forward pass per text (the token statistics loss, zlib, Min-K% and
+# Min-K%++ share; DC-PDD's reuses them), CoDeC (two) and the 13-gram overlap (none). On a GPU add the costly ones:
+# RW_DETECTORS=loss,zlib,mink,minkpp,dcpdd,ngram,codec,recall,benbench,cdd,constat (docs/real_world.md#cost)
+RW_DETECTORS ?= loss,zlib,mink,minkpp,dcpdd,ngram,codec
 RW_AUDIT = audit.detectors=[$(RW_DETECTORS)] audit.mitigate=[] progress=false $(RW_ARGS)
-RW_DETECT = strategy=none detector=$(RW_DETECTORS) progress=false $(RW_ARGS)
 # The tiny world's detection sweep set beside it (make reproduce writes it; absent: no tiny column)
 RW_TINY ?= $(REPRO)/detectors_arith
 RW_MODELS_DIR ?= $${CONTAMLAB_MODELS_DIR:-outputs/models}
@@ -231,10 +233,10 @@ real-world: $(STAMP) ## The real-LM world: SmolLM2 and Gemma-3 contaminated at 3
 			audit.references=[clean@$$ref] $(RW_AUDIT) hydra.sweep.dir=$(RW)/audit/$$model-$$seed && \
 		$(PY) audit.py -m experiment=real_world_pq model=$$model seed=$$seed audit.target=contaminated \
 			audit.references=[clean@$$ref] $(RW_AUDIT) hydra.sweep.dir=$(RW)/audit/$$model-$$seed-pq && \
-		$(PY) evaluate.py -m experiment=real_world model=$$model seed=$$seed $(RW_DETECT) \
-			hydra.sweep.dir=$(RW)/detect/$$model-$$seed && \
-		$(PY) evaluate.py -m experiment=real_world_pq model=$$model seed=$$seed $(RW_DETECT) \
-			hydra.sweep.dir=$(RW)/detect/$$model-$$seed-pq || exit 1; done; done
+		for exp in real_world real_world_pq; do \
+			$(PY) evaluate.py -m experiment=$$exp model=$$model seed=$$seed detector=$(RW_DETECTORS) $(RW_DETECT) \
+				hydra.sweep.dir=$(RW)/detect/$$model-$$seed-$$exp || exit 1; \
+		done; done; done
 	$(PY) -m contamlab.analysis.real_world $(RW) --models $(RW_MODELS_DIR) $$(test -d $(RW_TINY) && echo --tiny $(RW_TINY))
 
 # A .partial stage directory is a training run that was killed and never resumed (or is still running): skip its runs.

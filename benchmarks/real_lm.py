@@ -86,8 +86,10 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     from peft import LoraConfig, get_peft_model
 
-    from contamlab.jobs.common import model_store
+    from contamlab.jobs.common import library_output, model_store
     from contamlab.models import load_causal_lm, load_tokenizer
+
+    library_output(False)  # no weight-loading bars between the rows
 
     cfg = compose("train", ["experiment=real_world", f"model={args.model}", "logger=csv"])
     domain = build_domain(cfg.domain)

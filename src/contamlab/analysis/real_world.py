@@ -181,20 +181,23 @@ def meta_audit_sections(results: Sequence[tuple[Path, dict[str, Any]]]) -> list[
 
 def training_table(models_dir: Path) -> str | None:
     """Markdown: every trained stage of the real LMs, its steps, tokens per second and wall time."""
-    rows = []
-    for path in sorted(models_dir.glob("*/*/*/train_summary.json")):
+    found = []
+    for path in models_dir.glob("*/*/*/train_summary.json"):
         s = json.loads(path.read_text())
         if s.get("model") == "tiny" or path.parent.name.endswith(".partial"):
             continue
-        seed = s.get("key_fields", {}).get("seed")
-        rows.append(
-            f"| {s['model']} | {s['domain']} | {s['stage']} | {seed} | {s['steps']} | {s['tokens_per_epoch']} | "
-            f"{(s.get('tokens_per_s') or 0):.0f} | {s['wall_s']:.0f} | {s.get('precision', '')} |"
-        )
-    if not rows:
+        found.append((s["model"], s["domain"], s["stage"], s.get("key_fields", {}).get("seed"), s))
+    if not found:
         return None
-    head = "| model | domain | stage | seed | steps | tokens per epoch | tok/s | wall (s) | precision |\n" + "|---|" * 9
-    return head + "\n" + "\n".join(rows)
+    rows = [
+        f"| {model} | {domain} | {stage} | {seed} | {s['steps']} | {s['tokens_per_epoch']} | "
+        f"{(s.get('tokens_per_s') or 0):.0f} | {s['wall_s']:.0f} | {s.get('precision', '')} |"
+        for model, domain, stage, seed, s in sorted(found, key=lambda f: f[:4])
+    ]
+    total = {m: sum(f[4]["wall_s"] for f in found if f[0] == m) for m in sorted({f[0] for f in found})}
+    head = "| model | domain | stage | seed | steps | tokens per epoch | tok/s | wall (s) | precision |\n|" + "---|" * 9
+    sums = "; ".join(f"{m} {t / 60:.1f} min" for m, t in total.items())
+    return head + "\n" + "\n".join(rows) + f"\n\nTraining time, the stages' own wall times summed: {sums}."
 
 
 def write_report(root: Path, tiny_root: Path | None = None, models_dir: Path | None = None) -> Path:
