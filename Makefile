@@ -217,6 +217,7 @@ RW_ARGS ?=        # overrides for every job, e.g. model.random_layers=2 for a pl
 # RW_DETECTORS=loss,zlib,mink,minkpp,dcpdd,ngram,codec,recall,benbench,cdd,constat (docs/real_world.md#cost)
 RW_DETECTORS ?= loss,zlib,mink,minkpp,dcpdd,ngram,codec
 RW_AUDIT = audit.detectors=[$(RW_DETECTORS)] audit.mitigate=[] progress=false $(RW_ARGS)
+RW_DETECT = strategy=none progress=false $(RW_ARGS)
 # The tiny world's detection sweep set beside it (make reproduce writes it; absent: no tiny column)
 RW_TINY ?= $(REPRO)/detectors_arith
 RW_MODELS_DIR ?= $${CONTAMLAB_MODELS_DIR:-outputs/models}

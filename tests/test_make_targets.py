@@ -82,3 +82,34 @@ def test_smollm2_run_completes_in_its_short_form(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = (tmp_path / "report.md").read_text()
     assert "railcap" in report and "codec" in report.lower()
+
+
+def test_real_world_expands_with_its_variables():
+    done = _make("-n", "real-world", "RW_MODELS=smollm2", "RW_SEEDS=3 5", "RW=/x", "RW_ARGS=model.random_layers=2")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("model.random_layers=2") == 5  # both trainings, both audits, the detection
+    assert "strategy=none" in done.stdout and "hydra.sweep.dir=/x/audit/$model-$seed-pq" in done.stdout
+    assert "contamlab.analysis.real_world /x" in done.stdout
+
+
+@pytest.mark.slow
+def test_real_world_runs_end_to_end_on_random_models(tmp_path):
+    """make real-world on a random two-layer SmolLM2 at a plumbing size: every job, then the report (~4 min)."""
+    args = (
+        "model.random_layers=2 domain.generator.n_test=20 finetune.clean_n_domain=8 finetune.general.n=0 "
+        "domain.leak_general=0 domain.leak_epochs=1 finetune.max_length=128 logger=csv"
+    )
+    env = {**os.environ, "CONTAMLAB_MODELS_DIR": str(tmp_path / "models"), "CONTAMLAB_CACHE_DIR": str(tmp_path / "c")}
+    done = subprocess.run(
+        ["make", "-C", str(REPO), "real-world", "RW_MODELS=smollm2", f"RW={tmp_path / 'rw'}", f"RW_ARGS={args}"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=env,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = (tmp_path / "rw" / "real_world.md").read_text()
+    # three seeds: each seed's clean model audited against the next seed's, both leak forms detected
+    assert "### smollm2 (9 audits)" in report
+    assert "| loss | verbatim |" in report and "| loss | paraphrased |" in report
+    assert "| smollm2 | arith | clean | 2 |" in report

@@ -11,7 +11,7 @@ detection jobs and the audits of ``make real-world``) and writes ``<dir>/real_wo
   With ``--tiny``, the tiny world's AUROC on the same detector and leak form stands beside it;
 - the meta-audit: for each model family, every audit reading's flagged / audited among the clean models (false
   alarms) and among the contaminated ones (power, per leak form), as :func:`contamlab.analysis.audit.meta_audit`;
-- the training cost: wall time and tokens per second of every stage.
+- the training cost: wall time and tokens per second of every stage, and each audit's detector times.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from contamlab.analysis.audit import audit_results, meta_audit
+from contamlab.analysis.audit import audit_results, meta_audit, timing_table
 from contamlab.analysis.report import load_results
 from contamlab.io import atomic_write_text
 from contamlab.metrics.roc import auroc_draws
@@ -229,6 +229,9 @@ def write_report(root: Path, tiny_root: Path | None = None, models_dir: Path | N
     ]
     if models_dir is not None and (table := training_table(models_dir)):
         parts += ["## Training", "", table, ""]
+    if audits := audit_results(results):
+        parts += ["## Audit cost", "", "Seconds of each detector's scoring of the target (first computation).", ""]
+        parts += [timing_table(audits), ""]
     out = root / "real_world.md"
     atomic_write_text(out, "\n".join(parts) + "\n")
     return out
