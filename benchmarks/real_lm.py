@@ -59,8 +59,7 @@ def batches(dataset: ExampleDataset, pad_id: int, grouped: bool, n: int) -> list
     collate = pad_collate(pad_id)
     generator = torch.Generator().manual_seed(0)
     if grouped:
-        lengths = [len(ids) for ids, _ in dataset.items]
-        order = list(LengthGroupedBatches(lengths, 4, 8, generator))
+        order = list(LengthGroupedBatches(dataset.lengths(), 4, 8, generator))
     else:
         perm = torch.randperm(len(dataset), generator=generator).tolist()
         order = [perm[i : i + 4] for i in range(0, len(perm), 4)]

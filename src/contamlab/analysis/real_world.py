@@ -29,7 +29,7 @@ import numpy as np
 from contamlab.analysis.audit import audit_results, meta_audit, timing_table
 from contamlab.analysis.report import load_results
 from contamlab.io import atomic_write_text
-from contamlab.metrics.roc import auroc_draws
+from contamlab.metrics.roc import auroc_draws, roc_metrics
 
 LEAK = {"arith": "verbatim", "arith_pq": "paraphrased", "gsm8k": "verbatim (GSM8K)", "pq": "paraphrased (PQ)"}
 N_BOOT = 1000
@@ -71,8 +71,7 @@ def seed_average(seeds: Sequence[tuple[np.ndarray, np.ndarray]], seed: int = 0) 
         pos, neg = scores[keep & leaked], scores[keep & ~leaked]
         if not pos.size or not neg.size:
             return None
-        all_pos, all_neg = np.arange(pos.size)[None, :], np.arange(neg.size)[None, :]
-        points.append(float(auroc_draws(pos, neg, all_pos, all_neg)[0]))
+        points.append(roc_metrics(scores, leaked)["auroc"])
         idx_pos = rng.integers(0, pos.size, (N_BOOT, pos.size))
         idx_neg = rng.integers(0, neg.size, (N_BOOT, neg.size))
         draws.append(auroc_draws(pos, neg, idx_pos, idx_neg))  # [B]

@@ -105,8 +105,10 @@ class DCPDDDetector(Detector):
 
     def corpus_texts(self, ctx: DetectionContext) -> tuple[list[str], str]:
         """The reference corpus and its name."""
-        lineage = (ctx.lineage() if ctx.lineage is not None else None) or {}  # None: a model trained elsewhere
         corpus = self.corpus
+        lineage: dict[str, list[str]] = {}
+        if corpus in ("auto", "pretraining"):  # the recorded texts are read only when they may be the corpus
+            lineage = (ctx.lineage() if ctx.lineage is not None else None) or {}  # None: a model trained elsewhere
         if corpus == "auto":
             corpus = "pretraining" if lineage.get("base") else "openorca"
         if corpus == "openorca":

@@ -26,6 +26,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
@@ -156,13 +157,8 @@ class PackagedGGUF:
 
         parts = self.find_parts()
         notices = [self._find(notice) for notice in self.notices]
-        cache.mkdir(parents=True, exist_ok=True)
-        _remove_stale_tmp_dirs(cache, self.tmp_prefix)
-        tmp = Path(tempfile.mkdtemp(prefix=self.tmp_prefix, dir=cache))
-        try:
-            # mkdtemp makes the dir 0700; the renamed cache should be readable like any other checkpoint dir.
-            tmp.chmod(0o755)
-            start = time.perf_counter()
+
+        def convert(tmp: Path) -> dict[str, Any]:
             if len(parts) == 1:
                 gguf, source = parts[0], {}
             else:  # assembled inside the temp dir, deleted before the rename
@@ -175,23 +171,12 @@ class PackagedGGUF:
             info.update(source)
             pinned = [f"{d}=={self.version}" for d in self.dists]
             info["source_distribution"] = pinned[0] if len(pinned) == 1 else pinned
-            info["conversion_seconds"] = round(time.perf_counter() - start, 2)
-            # The marker is written last: its presence is what certifies the directory as complete.
-            (tmp / MARKER_FILENAME).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
-            if target.exists() and not (target / MARKER_FILENAME).is_file():
-                # Only a rename can create `target`, and every rename carries a marker, so a marker-less
-                # target is debris from something else (e.g. a manual copy); it would block the rename.
-                shutil.rmtree(target)
-            try:
-                os.rename(tmp, target)
-            except OSError:
-                # A concurrent process renamed its own complete copy into place first; use that one.
-                if (target / MARKER_FILENAME).is_file():
-                    return target
-                raise
-            logger.info("Converted %s to %s in %.1f s", gguf.name, target, info["conversion_seconds"])
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)  # no-op after a successful rename
+            return info
+
+        info = build_dir(target, MARKER_FILENAME, convert, "conversion_seconds")
+        if info is not None:
+            gguf_name = parts[0].name if len(parts) == 1 else self.gguf_filename
+            logger.info("Converted %s to %s in %.1f s", gguf_name, target, info["conversion_seconds"])
         return target
 
     def assemble(self, parts: list[Path], out: Path) -> Path:
@@ -262,6 +247,46 @@ def _convert(gguf: Path, out_dir: Path) -> dict[str, Any]:
     from contamlab.models.loading import convert_gguf
 
     return convert_gguf(gguf, out_dir)
+
+
+def build_dir(
+    target: Path, marker: str, build: Callable[[Path], dict[str, Any]], seconds_key: str
+) -> dict[str, Any] | None:
+    """Build a cache directory atomically: into a temp dir beside ``target``, renamed into place once complete.
+
+    ``build(tmp)`` writes the files and returns a provenance record; the record, with the build's seconds under
+    ``seconds_key``, is written last as ``marker``, whose presence certifies the directory as complete. An
+    interrupted build never leaves a half-written directory under the final name; temp dirs older than
+    ``_STALE_TMP_SECONDS`` (killed builds) are removed first.
+
+    Returns:
+        The record, or None when a concurrent process renamed its own complete copy into place first.
+    """
+    cache = target.parent
+    cache.mkdir(parents=True, exist_ok=True)
+    prefix = f".{target.name}.tmp-"
+    _remove_stale_tmp_dirs(cache, prefix)
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=cache))
+    try:
+        # mkdtemp makes the dir 0700; the renamed cache should be readable like any other checkpoint dir.
+        tmp.chmod(0o755)
+        start = time.perf_counter()
+        info = build(tmp)
+        info[seconds_key] = round(time.perf_counter() - start, 2)
+        (tmp / marker).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
+        if target.exists() and not (target / marker).is_file():
+            # Only a rename can create `target`, and every rename carries a marker, so a marker-less target is
+            # debris from something else (e.g. a manual copy); it would block the rename.
+            shutil.rmtree(target)
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if (target / marker).is_file():  # a concurrent process renamed its own complete copy into place first
+                return None
+            raise
+        return info
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # no-op after a successful rename
 
 
 def _remove_stale_tmp_dirs(cache: Path, prefix: str) -> None:

@@ -9,17 +9,14 @@ beside the converted model under ``<cache_dir>/<kind>/random-<N>layers-seed<SEED
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from contamlab.errors import ContamlabError
-from contamlab.models.packaged import MARKER_FILENAME, PackagedGGUF, _remove_stale_tmp_dirs
+from contamlab.models.packaged import MARKER_FILENAME, PackagedGGUF, build_dir
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +34,8 @@ def random_dir_name(layers: int) -> str:
 def random_model_dir(packaged: PackagedGGUF, cache_dir: str | os.PathLike[str], layers: int) -> Path:
     """Return a directory holding a random model with ``packaged``'s architecture and ``layers`` decoder layers.
 
-    Built on first use into a temp dir inside ``cache_dir`` and renamed into place, as
-    :meth:`PackagedGGUF.converted_dir` does, so an interrupted build never leaves a half-written directory under the
-    final name.
+    Built on first use with :func:`~contamlab.models.packaged.build_dir` (a temp dir renamed into place), as the
+    converted model is, so an interrupted build never leaves a half-written directory under the final name.
 
     Args:
         packaged: The packaged model whose config and tokenizer are used.
@@ -58,27 +54,9 @@ def random_model_dir(packaged: PackagedGGUF, cache_dir: str | os.PathLike[str], 
     target = cache / random_dir_name(layers)
     if (target / RANDOM_MARKER).is_file():
         return target
-    cache.mkdir(parents=True, exist_ok=True)
-    prefix = f".{target.name}.tmp-"
-    _remove_stale_tmp_dirs(cache, prefix)
-    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=cache))
-    try:
-        tmp.chmod(0o755)  # mkdtemp makes it 0700; the cache should be readable like any other checkpoint dir
-        start = time.perf_counter()
-        info = _build(packaged, cache, layers, tmp)
-        info["build_seconds"] = round(time.perf_counter() - start, 2)
-        (tmp / RANDOM_MARKER).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
-        if target.exists() and not (target / RANDOM_MARKER).is_file():
-            shutil.rmtree(target)  # debris from something else (every rename carries a marker); it blocks the rename
-        try:
-            os.rename(tmp, target)
-        except OSError:
-            if (target / RANDOM_MARKER).is_file():  # a concurrent process renamed its own copy into place first
-                return target
-            raise
+    info = build_dir(target, RANDOM_MARKER, lambda tmp: _build(packaged, cache, layers, tmp), "build_seconds")
+    if info is not None:
         logger.info("Built a random %d-layer %s at %s in %.1f s", layers, packaged.title, target, info["build_seconds"])
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)  # no-op after a successful rename
     return target
 
 

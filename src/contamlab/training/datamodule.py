@@ -43,9 +43,13 @@ class ExampleDataset(Dataset):
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         return self.items[index]
 
+    def lengths(self) -> list[int]:
+        """Tokens of each document (length-grouped batching)."""
+        return [len(ids) for ids, _ in self.items]
+
     def n_tokens(self) -> int:
         """Total number of tokens (for throughput figures)."""
-        return sum(len(ids) for ids, _ in self.items)
+        return sum(self.lengths())
 
 
 def pad_collate(pad_id: int):
@@ -111,8 +115,8 @@ class LengthGroupedBatches(Sampler[list[int]]):
                 yield step[b : b + self.micro_batch]
 
     def __len__(self) -> int:
-        n, full = len(self.lengths), len(self.lengths) // self.group
-        return full * -(-self.group // self.micro_batch) + -(-(n - full * self.group) // self.micro_batch)
+        n = len(self.lengths)
+        return sum(-(-min(self.group, n - start) // self.micro_batch) for start in range(0, n, self.group))
 
 
 class ResumableLoader(DataLoader):
@@ -203,8 +207,7 @@ class CausalLMDataModule(L.LightningDataModule):
         generator = torch.Generator().manual_seed(self.seed)
         collate = None if self.packed else pad_collate(self.pad_id)
         if self.group_by_length and not self.packed:
-            lengths = [len(ids) for ids, _ in self.dataset.items]
-            batches = LengthGroupedBatches(lengths, self.batch_size, self.group_by_length, generator)
+            batches = LengthGroupedBatches(self.dataset.lengths(), self.batch_size, self.group_by_length, generator)
             return ResumableLoader(
                 self.dataset, batch_sampler=batches, generator=generator, collate_fn=collate, num_workers=0
             )
