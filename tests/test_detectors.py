@@ -126,6 +126,19 @@ def test_batched_chunked_scoring_matches_direct(tok, model):
         np.testing.assert_allclose(st.sigma, sigma, atol=1e-4)
 
 
+def test_score_from_returns_the_tail_against_direct(tok, model):
+    # Only the last tokens of each sequence are projected; their log-probs equal the one-sequence reference.
+    seqs = [tok(t)["input_ids"] for t in TEXTS[:4]] + [[5, 6]]
+    firsts = [3, 1, len(seqs[2]) - 1, len(seqs[3]), 5]  # middle, all, last token only, none, past the end
+    stats = scoring.score_sequences(
+        model, seqs, tok.pad_token_id, batch_tokens=64, logit_elements=700, score_from=firsts
+    )
+    assert [len(s.logprobs) for s in stats] == [len(seqs[0]) - 3, len(seqs[1]) - 1, 1, 0, 0]
+    for seq, first, st in zip(seqs[:3], firsts, stats):
+        lp, _, _ = _direct_logprobs(model, seq)
+        np.testing.assert_allclose(st.logprobs, lp[first - 1 :], atol=1e-4)
+
+
 def test_fallback_path_matches_chunked_head(tok, model, monkeypatch):
     seqs = [tok(t)["input_ids"] for t in TEXTS[:4]]
     chunked = scoring.score_sequences(model, seqs, tok.pad_token_id)

@@ -165,8 +165,14 @@ class CoDeCDetector(Detector):
                     ids, n_target = list(tok(joined_text, add_special_tokens=True)["input_ids"]), len(plain_ids[i]) - 1
                 joined.append(ids)
                 lengths.append(n_target)
-            stats = score_sequences(
-                ctx.model, joined, pad, batch_tokens=self.batch_tokens, progress=ctx.progress, desc=f"codec[{seed}]"
+            stats = score_sequences(  # the context is read, not scored: only the target's positions are projected
+                ctx.model,
+                joined,
+                pad,
+                batch_tokens=self.batch_tokens,
+                progress=ctx.progress,
+                desc=f"codec[{seed}]",
+                score_from=[len(ids) - max(n, 0) for ids, n in zip(joined, lengths)],
             )
             for i, (st, n_target) in enumerate(zip(stats, lengths)):
                 a = plain[i].logprobs

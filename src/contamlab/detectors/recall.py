@@ -120,8 +120,14 @@ class ReCaLLDetector(Detector):
             ids, n_target = context_ids(tok, text, prefix, self.separator)
             joined.append(ids)
             lengths.append(n_target)
-        stats = score_sequences(
-            ctx.model, joined, tok.pad_token_id, batch_tokens=self.batch_tokens, progress=ctx.progress, desc="recall"
+        stats = score_sequences(  # the prefix is read, not scored: only the target's positions are projected
+            ctx.model,
+            joined,
+            tok.pad_token_id,
+            batch_tokens=self.batch_tokens,
+            progress=ctx.progress,
+            desc="recall",
+            score_from=[len(ids) - max(n, 0) for ids, n in zip(joined, lengths)],
         )
         scores = []
         for p, st, n_target in zip(plain, stats, lengths):

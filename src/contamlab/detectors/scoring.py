@@ -22,8 +22,10 @@ from contamlab.models.padding import pad_batch
 
 # Architectures whose logits are exactly ``lm_head(last_hidden_state)`` (no soft-capping or logit scaling), for which
 # the head can be applied position-chunk by position-chunk. Others fall back to the model's own forward.
+# Soft-capped configs (Gemma-2) are caught by _plain.
 _PLAIN_HEAD = frozenset(
     {"gpt_neox", "llama", "mistral", "qwen2", "qwen3", "gpt2", "phi3", "olmo", "olmo2", "smollm3", "gptj", "opt"}
+    | {"gemma", "gemma2", "gemma3_text"}
 )
 
 
@@ -89,8 +91,13 @@ def score_sequences(
     logit_elements: int = 2**25,
     progress: bool = False,
     desc: str = "log-probs",
+    score_from: Sequence[int] | None = None,
 ) -> list[TokenStats]:
     """Per-token log-probs (and optionally vocabulary moments) of token-id sequences.
+
+    Only the positions that are scored go through the vocabulary projection: padding never does, nor the context
+    before ``score_from`` (CoDeC's in-context examples, ReCaLL's prefix). For a large-vocabulary model the projection
+    is most of a forward pass (Gemma-3-270m: 262k x 640 against about 100M transformer weights per token).
 
     Args:
         model: A causal LM in eval mode (transformers or peft).
@@ -98,9 +105,11 @@ def score_sequences(
         pad_id: Id used for right padding (never scored).
         moments: Also return the per-position mean and standard deviation of log p over the vocabulary.
         batch_tokens: Budget of rows x padded length per forward pass (None: :func:`default_batch_tokens`).
-        logit_elements: Budget of logit elements (rows x positions x vocab) materialised at once.
+        logit_elements: Budget of logit elements (positions x vocab) materialised at once.
         progress: Show a progress bar.
         desc: Its label.
+        score_from: Per sequence, the index of the first token whose log-prob is returned (default 1: every token
+            after the first). Sequence i then gets ``len(ids_i) - score_from[i]`` values, those of its last tokens.
 
     Returns:
         One :class:`TokenStats` per sequence, in input order; sequences shorter than 2 ids get empty arrays.
@@ -109,51 +118,58 @@ def score_sequences(
     if batch_tokens is not None and batch_tokens < 1:
         raise ContamlabError(f"detector.batch_tokens={batch_tokens}: must be a positive number of tokens or null")
     batch_tokens = batch_tokens or default_batch_tokens(device)
+    firsts = [1] * len(sequences) if score_from is None else [max(1, int(f)) for f in score_from]
+    if len(firsts) != len(sequences):
+        raise ValueError(f"score_from has {len(firsts)} entries for {len(sequences)} sequences")
     plain = _plain(model)
     out: list[TokenStats | None] = [None] * len(sequences)
     lengths = [len(s) for s in sequences]
     bar = tqdm(total=sum(lengths), desc=desc, unit="tok", disable=not progress)
     for batch in length_batches(lengths, batch_tokens):
-        longest = lengths[batch[0]]
-        if longest < 2:
+        counts = [max(lengths[i] - firsts[i], 0) for i in batch]  # scored tokens per row
+        if sum(counts) == 0:
             for i in batch:
                 empty = np.zeros(0, dtype=np.float32)
                 out[i] = TokenStats(empty, empty.copy() if moments else None, empty.copy() if moments else None)
+            bar.update(sum(lengths[i] for i in batch))
             continue
         ids, mask = pad_batch([sequences[i] for i in batch], pad_id, device=device)  # [B, T] each
         if plain is not None:
-            decoder, head = plain
+            decoder, project = plain
             hidden = decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state  # [B, T, H]
-            project = head
         else:
             hidden = model(input_ids=ids, attention_mask=mask, use_cache=False).logits  # [B, T, V]
             project = None
+        # The scored positions, packed: position p predicts token p + 1.
+        rows = torch.cat([torch.full((c,), r, dtype=torch.long) for r, c in enumerate(counts)]).to(device)  # [N]
+        pos = [torch.arange(lengths[i] - c - 1, lengths[i] - 1) for i, c in zip(batch, counts)]
+        pos = torch.cat(pos).to(device)  # [N]
+        packed = hidden[rows, pos]  # [N, H] (or [N, V] without a plain head)
+        targets = ids[rows, pos + 1]  # [N]
         vocab = project.weight.shape[0] if project is not None else hidden.shape[-1]
-        step = max(1, logit_elements // (len(batch) * vocab))
+        step = max(1, logit_elements // vocab)
         lp, mu, sd = [], [], []
-        for start in range(0, longest - 1, step):
-            stop = min(start + step, longest - 1)
-            chunk = hidden[:, start:stop]
-            logits = (project(chunk) if project is not None else chunk).float()  # [B, c, V]
-            logp = torch.log_softmax(logits, dim=-1)  # [B, c, V]
-            target = ids[:, start + 1 : stop + 1]  # [B, c]
-            lp.append(logp.gather(-1, target.unsqueeze(-1)).squeeze(-1))  # [B, c]
+        for start in range(0, len(targets), step):
+            chunk = packed[start : start + step]
+            logits = (project(chunk) if project is not None else chunk).float()  # [c, V]
+            logp = torch.log_softmax(logits, dim=-1)  # [c, V]
+            lp.append(logp.gather(-1, targets[start : start + step, None]).squeeze(-1))  # [c]
             if moments:
-                p = logp.exp()  # [B, c, V]
-                m1 = (p * logp).sum(-1)  # [B, c]
+                p = logp.exp()  # [c, V]
+                m1 = (p * logp).sum(-1)  # [c]
                 # Centred second moment: E[log p^2] - mu^2 cancels catastrophically in float32.
-                var = (p * (logp - m1.unsqueeze(-1)).square()).sum(-1)  # [B, c]
+                var = (p * (logp - m1.unsqueeze(-1)).square()).sum(-1)  # [c]
                 mu.append(m1)
                 sd.append(var.sqrt().clamp_min(1e-6))
-        lp_all = torch.cat(lp, dim=1).cpu().numpy()  # [B, T-1]
-        mu_all = torch.cat(mu, dim=1).cpu().numpy() if moments else None
-        sd_all = torch.cat(sd, dim=1).cpu().numpy() if moments else None
-        for row, i in enumerate(batch):
-            n = max(lengths[i] - 1, 0)  # real positions only: padding never scored
+        splits = np.cumsum(counts)[:-1]
+        lp_rows = np.split(torch.cat(lp).float().cpu().numpy(), splits)
+        mu_rows = np.split(torch.cat(mu).cpu().numpy(), splits) if moments else [None] * len(batch)
+        sd_rows = np.split(torch.cat(sd).cpu().numpy(), splits) if moments else [None] * len(batch)
+        for i, a, m, s in zip(batch, lp_rows, mu_rows, sd_rows):
             out[i] = TokenStats(
-                lp_all[row, :n].astype(np.float32),
-                mu_all[row, :n].astype(np.float32) if moments else None,
-                sd_all[row, :n].astype(np.float32) if moments else None,
+                a.astype(np.float32),
+                m.astype(np.float32) if moments else None,
+                s.astype(np.float32) if moments else None,
             )
         bar.update(sum(lengths[i] for i in batch))
     bar.close()
