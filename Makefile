@@ -228,16 +228,16 @@ real-world: $(STAMP) ## The real-LM world: SmolLM2 and Gemma-3 contaminated at 3
 			hydra.run.dir=$(RW)/train/$$model-$$seed && \
 		$(PY) train.py experiment=real_world_pq model=$$model seed=$$seed trainer.enable_progress_bar=false $(RW_ARGS) \
 			hydra.run.dir=$(RW)/train/$$model-$$seed-pq || exit 1; done; done
-	seeds="$(RW_SEEDS)"; for model in $(RW_MODELS); do for seed in $$seeds; do \
-		ref=$$(echo $$seeds $$seeds | tr ' ' '\n' | grep -A1 -x -m1 $$seed | tail -1); \
+	for model in $(RW_MODELS); do for seed in $(RW_SEEDS); do \
+		ref=$$(echo $(RW_SEEDS) | awk -v s=$$seed '{for (i = 1; i <= NF; i++) if ($$i == s) print $$(i % NF + 1)}'); \
 		$(PY) audit.py -m experiment=real_world model=$$model seed=$$seed audit.target=clean,contaminated \
 			audit.references=[clean@$$ref] $(RW_AUDIT) hydra.sweep.dir=$(RW)/audit/$$model-$$seed && \
 		$(PY) audit.py -m experiment=real_world_pq model=$$model seed=$$seed audit.target=contaminated \
 			audit.references=[clean@$$ref] $(RW_AUDIT) hydra.sweep.dir=$(RW)/audit/$$model-$$seed-pq && \
-		for exp in real_world real_world_pq; do \
-			$(PY) evaluate.py -m experiment=$$exp model=$$model seed=$$seed detector=$(RW_DETECTORS) $(RW_DETECT) \
-				hydra.sweep.dir=$(RW)/detect/$$model-$$seed-$$exp || exit 1; \
-		done; done; done
+		$(PY) evaluate.py -m experiment=real_world model=$$model seed=$$seed detector=$(RW_DETECTORS) $(RW_DETECT) \
+			hydra.sweep.dir=$(RW)/detect/$$model-$$seed-real_world && \
+		$(PY) evaluate.py -m experiment=real_world_pq model=$$model seed=$$seed detector=$(RW_DETECTORS) $(RW_DETECT) \
+			hydra.sweep.dir=$(RW)/detect/$$model-$$seed-real_world_pq || exit 1; done; done
 	$(PY) -m contamlab.analysis.real_world $(RW) --models $(RW_MODELS_DIR) $$(test -d $(RW_TINY) && echo --tiny $(RW_TINY))
 
 # A .partial stage directory is a training run that was killed and never resumed (or is still running): skip its runs.

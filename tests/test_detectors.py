@@ -217,6 +217,37 @@ def test_exact_match_and_lenient_scores():
     assert benbench.relative_delta("ngram_5", 0.0, 0.1) is None  # M_ori = 0: undefined
 
 
+def test_lenient_rule_is_the_authors_strict_greater_and_inclusive_is_an_option():
+    # Hand-computed similarities of exactly 0.75: one edit in four characters; an LCS of 3 of 4 words (P = R = 3/4).
+    edit = benbench.edit_similarity("abcd", "abce")
+    rouge = benbench.rouge_l("cat dog bird fish", "cat dog bird cow")
+    assert edit == pytest.approx(0.75) and rouge == pytest.approx(0.75)
+    # GAIR-NLP/benbench metric_utils.py: int(similarity > 0.75), so exactly 0.75 is no hit.
+    assert not benbench.lenient_hit(edit, 0.75, inclusive=False)
+    assert not benbench.lenient_hit(rouge, 0.75, inclusive=False)
+    assert benbench.lenient_hit(benbench.edit_similarity("abcde", "abcdx"), 0.75, inclusive=False)  # 0.8
+    # The option: >= with the README's 0.9.
+    assert benbench.lenient_hit(edit, 0.75, inclusive=True)
+    assert not benbench.lenient_hit(benbench.edit_similarity("abcde", "abcdx"), 0.9, inclusive=True)  # 0.8
+    assert benbench.lenient_hit(benbench.edit_similarity("abcdefghij", "abcdefghix"), 0.9, inclusive=True)  # 0.9
+    detector = benbench.BenBenchDetector()
+    assert (detector.edit_threshold, detector.rouge_threshold, detector.inclusive) == (0.75, 0.75, False)
+
+
+def test_benbench_lenient_columns_follow_the_rule(tok, model, monkeypatch):
+    # Every decoded n-gram scores exactly 0.75: no lenient hit under the authors' rule, all hits when inclusive.
+    from contamlab.detectors.base import DetectionContext
+
+    monkeypatch.setattr(benbench, "edit_similarity", lambda pred, ref: 0.75)
+    monkeypatch.setattr(benbench, "rouge_l", lambda ref, pred: 0.75)
+    qs = [Question(f"q{i}", t, t, "0") for i, t in enumerate(TEXTS[:3])]
+    ctx = DetectionContext(None, qs, "x", lambda: (model, tok))
+    for inclusive, expected in ((False, 0.0), (True, 1.0)):
+        out = benbench.BenBenchDetector(ngram=[3], score_by="ngram_3", inclusive=inclusive).metrics(ctx, qs, "t")
+        for column in ("ngram_3_edit", "ngram_3_rouge"):
+            assert np.all(out[column] == expected), (inclusive, column, out[column])
+
+
 class _HandDomain:
     """Four test questions (q0, q1 leaked), two train questions, three references per item."""
 

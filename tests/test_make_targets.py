@@ -87,7 +87,7 @@ def test_smollm2_run_completes_in_its_short_form(tmp_path):
 def test_real_world_expands_with_its_variables():
     done = _make("-n", "real-world", "RW_MODELS=smollm2", "RW_SEEDS=3 5", "RW=/x", "RW_ARGS=model.random_layers=2")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count("model.random_layers=2") == 5  # both trainings, both audits, the detection
+    assert done.stdout.count("model.random_layers=2") == 6  # both trainings, both audits, both detections
     assert "strategy=none" in done.stdout and "hydra.sweep.dir=/x/audit/$model-$seed-pq" in done.stdout
     assert "contamlab.analysis.real_world /x" in done.stdout
 

@@ -10,8 +10,10 @@ As in docs/methods/detectors.md, following GAIR-NLP/benbench:
   stops early is wrong from its end on). The greedy predictions come from one teacher-forced pass over each text;
   only the part after a prompt's first mismatch is generated
   (:func:`~contamlab.detectors.continuation.teacher_forced_ngrams`, same continuations).
-  Lenient variants on decoded strings: edit similarity >= 0.9 and ROUGE-L F >= 0.75 (configurable). A sample with all
-  five n-grams correct is flagged (instance level).
+  Lenient variants on decoded strings: edit similarity > 0.75 and ROUGE-L F > 0.75, the authors' rule in
+  ``metric_utils.py`` (strictly greater); ``inclusive=true`` and other thresholds give a stricter rule (e.g. edit
+  similarity >= 0.9, the figure in the authors' README). A sample with all five n-grams correct is flagged (instance
+  level).
 - Δ = relative gap between the original and its paraphrased references (the mean over the references, 3 full
   rewrites where available), in percent, positive = the original is more predictable. The paper normalises the
   decrement by the *original* score (§3.3, Figure 3): δ_acc = (M_ori - M_ref) / M_ori x 100 (None when M_ori = 0),
@@ -102,6 +104,11 @@ def rouge_l(ref: str, pred: str) -> float:
     return float(_ROUGE.score(ref, pred)["rougeL"].fmeasure)
 
 
+def lenient_hit(similarity: float, threshold: float, inclusive: bool) -> bool:
+    """Whether a decoded n-gram counts as predicted: ``similarity > threshold`` (the authors), ``>=`` if inclusive."""
+    return similarity >= threshold if inclusive else similarity > threshold
+
+
 def exact_match(generated: Sequence[int], reference: Sequence[int]) -> bool:
     """Token-level exact match of a greedy continuation with the reference n-gram."""
     return len(generated) == len(reference) and list(generated) == list(reference)
@@ -114,8 +121,9 @@ class BenBenchDetector(Detector):
     Attributes:
         ngram: The n of the n-gram accuracies (5 and 10).
         n_starts: Starting points per sample (5).
-        edit_threshold: Edit-similarity threshold of the lenient match (0.9).
+        edit_threshold: Edit-similarity threshold of the lenient match (0.75, as the authors' code).
         rouge_threshold: ROUGE-L threshold of the lenient match (0.75).
+        inclusive: A lenient hit is ``similarity >= threshold`` instead of the authors' ``>``.
         score_by: Per-question score: ``ngram_<n>``, ``ngram_<n>_edit``, ``ngram_<n>_rouge`` or ``ppl``.
         relative: Subtract the metric's mean over the reference versions per question.
         include_train: Also score (a sample of) the training split, for δ_train-test.
@@ -126,15 +134,16 @@ class BenBenchDetector(Detector):
     """
 
     # 2: Δ over the original score; three full rewrites as arith's references. 3: per-item reference and train
-    # columns and the matching n-grams (the audit's intervals and evidence)
-    version: ClassVar[int] = 3
+    # columns and the matching n-grams (the audit's intervals and evidence). 4: the authors' lenient rule (> 0.75)
+    version: ClassVar[int] = 4
     reads_split: ClassVar[bool] = True  # its summary splits Δ into the leaked and the unleaked questions
 
     name: str = "benbench"
     ngram: list[int] = field(default_factory=lambda: [5, 10])
     n_starts: int = 5
-    edit_threshold: float = 0.9
+    edit_threshold: float = 0.75
     rouge_threshold: float = 0.75
+    inclusive: bool = False
     score_by: str = "ngram_5"
     relative: bool = False
     include_train: bool = True
@@ -216,8 +225,8 @@ class BenBenchDetector(Detector):
                 em[i, j] = float(exact_match(gen, ref_ids))
                 if em[i, j]:
                     matches[i].append(ref)
-                ed[i, j] = float(edit_similarity(pred, ref) >= self.edit_threshold)
-                rl[i, j] = float(rouge_l(ref, pred) >= self.rouge_threshold)
+                ed[i, j] = float(lenient_hit(edit_similarity(pred, ref), self.edit_threshold, self.inclusive))
+                rl[i, j] = float(lenient_hit(rouge_l(ref, pred), self.rouge_threshold, self.inclusive))
             for suffix, table in (("", em), ("_edit", ed), ("_rouge", rl)):
                 scored = ~np.isnan(table).any(axis=1)
                 acc = np.full(len(questions), np.nan)
