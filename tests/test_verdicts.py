@@ -135,9 +135,13 @@ def test_constat_verdict_reads_the_test_and_needs_a_reference():
         "score_rephrased": 0.4,
         "estimated_clean": 0.5,
         "estimated_clean_ci": [0.4, 0.6],
+        "method": "simplified",
+        "n_references": 1,
     }
     v = V.constat_verdict(test, FAST)
     assert v.flagged is True and v.value == 0.2 and v.p_value == 0.01 and v.interval == [0.1, 0.3]
+    assert "simplified test" in v.verdict and "1 reference model)" in v.verdict
+    assert "the authors' spline test" in V.constat_verdict({**test, "method": "spline"}, FAST).verdict
     assert V.constat_verdict({**test, "p_value": 0.2}, FAST).flagged is False
     none = V.constat_verdict(None, FAST, raw=(0.7, 0.4))
     assert none.flagged is None and none.value == pytest.approx(0.3)

@@ -1,20 +1,28 @@
-"""A ConStat-style contamination test (Dekoninck et al., NeurIPS 2024, arXiv 2405.16281), rephrased-benchmark form.
+"""ConStat (Dekoninck et al., NeurIPS 2024, arXiv 2405.16281), rephrased-benchmark form.
 
 Contamination is performance that does not generalise: a contaminated model scores higher on the original
 benchmark D than its score on a rephrased benchmark D' predicts, where the prediction h comes from reference models
 that did not see D. With S(·) the greedy accuracy:
 
     h = the map from S_ref(D') to S_ref(D) over the reference models
-        (one reference: the shift h(s) = s + S_ref(D) - S_ref(D'); two or more: the least-squares line)
     Ŝ_clean = h(S_M(D'))                  the estimated uncontaminated score of the tested model M
     δ = S_M(D) - Ŝ_clean                  the contamination effect
-    p = (1 + #{b : δ*_b <= 0}) / (B + 1)  over B bootstrap draws of the questions (all models resampled alike)
 
-The interval of Ŝ_clean and δ is the bootstrap percentile interval. Per question the detector scores
-``correct(D) - correct(D')`` (higher = more likely seen), so it also gets an AUROC. On the simulation the reference
-is the clean model (plus any ``references`` given) and the truth is known: the clean model's own S(D), which the
-job reports next to Ŝ_clean. D' is the domain's first paraphrased version (arith: a full rewrite that is not a leak
-text; GSM8K: the PQ rephrasings).
+Two tests estimate h and the p-value of δ > 0:
+
+- :func:`constat_spline_test`, the authors' statistic (eth-sri/ConStat ``ConStat.test``), for five or more reference
+  models: each of B bootstrap draws resamples D, D' and the reference models, sorts the references' scores on D and
+  on D' (h is monotone), adds a random-guessing model, fits a cubic smoothing spline with the GCV-optimal λ (then
+  refits with near-zero-weight anchors at (0, 0) and (1, 1)) and records δ_b; the p-value is the smallest level at
+  which the basic bootstrap lower bound of δ stays >= 0.
+- :func:`simplified_constat_test`, for one to four references, where a spline cannot be fitted: h is a shift (one
+  reference) or the least-squares line, and p = (1 + #{b : δ*_b <= 0}) / (B + 1) over B draws of the questions (all
+  models resampled alike). It is not the authors' statistic and reports itself as ``method: simplified``.
+
+Per question the detector scores ``correct(D) - correct(D')`` (higher = more likely seen), so it also gets an AUROC.
+On the simulation the reference is the clean model (plus any ``references`` given) and the truth is known: the clean
+model's own S(D), which the job reports next to Ŝ_clean. D' is the domain's first paraphrased version (arith: a full
+rewrite that is not a leak text; GSM8K: the PQ rephrasings).
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy.interpolate import make_smoothing_spline
+from scipy.optimize import minimize_scalar
 
 from contamlab.detectors.base import RUNTIME, DetectionContext, Detector, DetectorOutput
 from contamlab.detectors.benbench import greedy_continuations
@@ -44,14 +54,14 @@ def difficulty_map(ref_rephrased: Sequence[float], ref_original: Sequence[float]
     return lambda s: slope * s + intercept
 
 
-def constat_test(
+def simplified_constat_test(
     tested: tuple[np.ndarray, np.ndarray],
     references: Sequence[tuple[np.ndarray, np.ndarray]],
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """The test on per-question correctness.
+    """The simplified test on per-question correctness, for fewer than five reference models (not the authors').
 
     Args:
         tested: ``(correct on D [N], correct on D' [N])`` of the tested model (0/1, questions aligned).
@@ -96,7 +106,142 @@ def constat_test(
         "p_value": float((1 + np.sum(draws[:, 1] <= 0)) / (n_boot + 1)),
         "n_boot": n_boot,
         "n_references": len(references),
+        "method": "simplified",
     }
+
+
+#: The authors' minimum: a smoothing spline needs five distinct points.
+SPLINE_MIN_REFERENCES = 5
+
+
+def gcv_lambda(x: np.ndarray, y: np.ndarray) -> float:
+    """The smoothing parameter λ that minimises generalised cross-validation (Wahba 1990, eq. 4.3.1).
+
+    GCV(λ) = (1/n) ||y - A(λ) y||² / (1 - tr A(λ) / n)², with A(λ) the hat matrix of the cubic smoothing spline with
+    unit weights; its column k is the spline fitted to the k-th unit vector, evaluated at ``x``. λ is searched on
+    (0, n) by bounded Brent minimisation, as scipy's ``make_smoothing_spline`` does when it picks λ itself (scipy
+    does not return the λ it picked, and the authors' refit needs it).
+    """
+    n = len(x)
+    unit = np.eye(n)
+
+    def gcv(lam: float) -> float:
+        hat = make_smoothing_spline(x, unit, lam=lam)(x)  # [n, n]: hat[i, k] = fit of e_k at x_i
+        residual = y - hat @ y
+        return float(np.mean(residual**2) / (1 - np.trace(hat) / n) ** 2)
+
+    return float(minimize_scalar(gcv, bounds=(0, n), method="bounded").x)
+
+
+def constat_spline_test(
+    tested: tuple[np.ndarray, np.ndarray],
+    references: Sequence[tuple[np.ndarray, np.ndarray]],
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 42,
+    random_performance: tuple[float, float] = (0.0, 0.0),
+    bootstrap_models: bool = True,
+    p_value_delta: float = 0.0,
+) -> dict[str, Any]:
+    """ConStat's statistic as the authors released it (eth-sri/ConStat, ``constat/detection.py``, ``ConStat.test``).
+
+    Each draw resamples the questions of D and of D' independently and, with more than five references, the
+    reference models (until five distinct ones are drawn). It adds a random-guessing model at ``random_performance``
+    (with its binomial noise), sorts the references' mean scores on D and on D' separately, keeps the last of tied
+    D' scores, fits the GCV smoothing spline h (:func:`gcv_lambda`), refits with the same λ and anchors (0, 0), (1, 1)
+    of weight 1e-8, and records Ŝ_clean = clip(h(S_M(D')), 0, 1) and δ = S_M(D) - Ŝ_clean. Draws with fewer than
+    five distinct points are redrawn. The random stream is numpy's legacy ``RandomState(seed)``, called in the
+    authors' order, so the same seed gives the authors' draws.
+
+    Args:
+        tested: ``(scores on D [N], scores on D' [N'])`` of the tested model (0/1 correctness).
+        references: The same pair for each reference model (five or more).
+        n_boot: Bootstrap draws (the authors: 1000).
+        confidence: Coverage of the basic bootstrap intervals.
+        seed: Seed of the draws (the authors: 42).
+        random_performance: Expected score of random guessing on D and on D' (0 for free-form answers).
+        bootstrap_models: Resample the reference models (only with more than five).
+        p_value_delta: The effect tested against (the authors' ``p_value_delta``, 0).
+
+    Returns:
+        The keys of :func:`simplified_constat_test`, plus ``min_delta_095`` (the authors' one-sided 95 % lower bound
+        of δ) and ``lam`` (the median λ); ``method`` is ``spline``.
+    """
+    if len(references) < SPLINE_MIN_REFERENCES:
+        raise ContamlabError(
+            f"ConStat's spline test needs {SPLINE_MIN_REFERENCES} or more reference models, got {len(references)}"
+        )
+    d_ref = np.stack([np.asarray(r[0], dtype=np.float64) for r in references])  # [R, N]
+    dp_ref = np.stack([np.asarray(r[1], dtype=np.float64) for r in references])  # [R, N']
+    d, dp = np.asarray(tested[0], dtype=np.float64), np.asarray(tested[1], dtype=np.float64)  # [N], [N']
+    n_models, n1, n2 = d_ref.shape[0], d_ref.shape[1], dp_ref.shape[1]
+    resample_models = bootstrap_models and n_models > SPLINE_MIN_REFERENCES
+    rng = np.random.RandomState(seed)
+    deltas, estimates, originals, lams = [], [], [], []
+    while len(deltas) < n_boot:
+        on_d, on_dp = rng.choice(n1, n1, replace=True), rng.choice(n2, n2, replace=True)
+        models = np.arange(n_models)
+        if resample_models:
+            models = rng.choice(n_models, n_models, replace=True)
+            while len(np.unique(models)) < SPLINE_MIN_REFERENCES:
+                models = rng.choice(n_models, n_models, replace=True)
+        y = d_ref[models][:, on_d].mean(axis=1)  # [R]: the references on D
+        x = dp_ref[models][:, on_dp].mean(axis=1)  # [R]: the references on D'
+        r1, r2 = random_performance
+        y = np.r_[r1 + rng.normal(0, np.sqrt(r1 * (1 - r1) / n1)), y]
+        x = np.r_[r2 + rng.normal(0, np.sqrt(r2 * (1 - r2) / n2)), x]
+        x, y = np.sort(x), np.sort(y)  # h is monotone: the k-th score on D' maps to the k-th on D
+        distinct = np.r_[np.diff(x) != 0, True]  # of tied D' scores keep the last
+        x, y = x[distinct], y[distinct]
+        if len(x) < SPLINE_MIN_REFERENCES:
+            continue
+        lam = gcv_lambda(x, y)
+        weights = np.ones(len(x))
+        if x[0] != 0:
+            x, y, weights = np.r_[0.0, x], np.r_[0.0, y], np.r_[1e-8, weights]
+        if x[-1] != 1:
+            x, y, weights = np.r_[x, 1.0], np.r_[y, 1.0], np.r_[weights, 1e-8]
+        h = make_smoothing_spline(x, y, w=weights, lam=lam)
+        estimate = min(max(float(h(dp[on_dp].mean())), 0.0), 1.0)
+        originals.append(float(d[on_d].mean()))
+        estimates.append(estimate)
+        deltas.append(originals[-1] - estimate)
+        lams.append(lam)
+    deltas_a, estimates_a = np.asarray(deltas), np.asarray(estimates)  # [B] each
+    effect, est = float(deltas_a.mean()), float(estimates_a.mean())
+    # p: the smallest level p / B at which the basic bootstrap lower bound 2 δ̄ - q(1 - p / B) is >= p_value_delta.
+    bounds = 2 * effect - np.quantile(deltas_a, 1 - np.arange(n_boot) / n_boot)  # [B]
+    reached = bounds >= p_value_delta
+    alpha = (1 - confidence) / 2
+
+    def basic(values: np.ndarray, centre: float) -> list[float]:
+        high, low = np.quantile(values, [1 - alpha, alpha])
+        return [float(2 * centre - high), float(2 * centre - low)]
+
+    return {
+        "score_original": float(d.mean()),
+        "score_original_ci": [float(v) for v in np.quantile(originals, [alpha, 1 - alpha])],
+        "score_rephrased": float(dp.mean()),
+        "estimated_clean": est,
+        "estimated_clean_ci": basic(estimates_a, est),
+        "effect": effect,
+        "effect_ci": basic(deltas_a, effect),
+        "min_delta_095": float(2 * effect - np.quantile(deltas_a, 0.95)),
+        "p_value": float(np.argmax(reached) / n_boot) if reached.any() else 1.0,
+        "n_boot": n_boot,
+        "n_references": n_models,
+        "lam": float(np.median(lams)),
+        "method": "spline",
+    }
+
+
+def constat_test(
+    tested: tuple[np.ndarray, np.ndarray], references: Sequence[tuple[np.ndarray, np.ndarray]], **options: Any
+) -> dict[str, Any]:
+    """The authors' spline test with five or more references, else the simplified one (same keys, own ``method``)."""
+    if len(references) >= SPLINE_MIN_REFERENCES:
+        return constat_spline_test(tested, references, **options)
+    return simplified_constat_test(tested, references, **options)
 
 
 @dataclass(frozen=True)
@@ -108,7 +253,10 @@ class ConStatDetector(Detector):
         max_new_tokens: Greedy answer budget (the run's ``max_new_tokens``).
         n_boot: Bootstrap draws.
         confidence: Coverage of the intervals.
-        seed: Seed of the bootstrap.
+        seed: Seed of the bootstrap (the authors: 42).
+        random_performance: Random guessing's score on D and D' (the spline test's extra model; 0 for free-form
+            answers).
+        bootstrap_models: Resample the reference models in the spline test (with more than five).
         batch_size: Prompts per generation batch.
     """
 
@@ -117,7 +265,9 @@ class ConStatDetector(Detector):
     max_new_tokens: int = 256
     n_boot: int = 1000
     confidence: float = 0.95
-    seed: int = 0
+    seed: int = 42
+    random_performance: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    bootstrap_models: bool = True
     batch_size: int = field(default=64, metadata=RUNTIME)
 
     #: The job hands :meth:`compare` the tested model's output and its references' (the clean model first).
@@ -126,6 +276,10 @@ class ConStatDetector(Detector):
     def __post_init__(self) -> None:
         if self.n_boot < 1 or not 0 < self.confidence < 1:
             raise ContamlabError(f"detector.n_boot={self.n_boot}, confidence={self.confidence}: need >= 1, (0, 1)")
+        if len(self.random_performance) != 2 or not all(0 <= v <= 1 for v in self.random_performance):
+            raise ContamlabError(
+                f"detector.random_performance={list(self.random_performance)}: give [score on D, score on D'] in [0, 1]"
+            )
 
     def _correct(self, ctx: DetectionContext, questions) -> list[int]:
         tok = ctx.tokenizer
@@ -156,9 +310,15 @@ class ConStatDetector(Detector):
         )
 
     def compare(self, tested: DetectorOutput, references: Sequence[DetectorOutput]) -> dict[str, Any]:
-        """:func:`constat_test` of the tested model against the references (the clean model first)."""
+        """:func:`constat_test` of the tested model against the references (the clean model first).
+
+        The authors' spline test with five or more references, else the simplified one.
+        """
 
         def pair(out: DetectorOutput) -> tuple[np.ndarray, np.ndarray]:
             return np.asarray(out.columns["correct_original"]), np.asarray(out.columns["correct_rephrased"])
 
-        return constat_test(pair(tested), [pair(r) for r in references], self.n_boot, self.confidence, self.seed)
+        options: dict[str, Any] = {"n_boot": self.n_boot, "confidence": self.confidence, "seed": self.seed}
+        if len(references) >= SPLINE_MIN_REFERENCES:
+            options |= {"random_performance": tuple(self.random_performance), "bootstrap_models": self.bootstrap_models}
+        return constat_test(pair(tested), [pair(r) for r in references], **options)

@@ -455,6 +455,9 @@ def delta_train_test(
 
 
 # -- ConStat ----------------------------------------------------------------------------------------------------------
+_CONSTAT_METHODS = {"spline": "the authors' spline test", "simplified": "simplified test, fewer than 5 references"}
+
+
 def constat_verdict(
     test: dict[str, Any] | None, settings: Settings = Settings(), raw: tuple[float, float] | None = None
 ) -> Verdict:
@@ -486,9 +489,12 @@ def constat_verdict(
         list(test["effect_ci"]),
         p,
         f"the score {words} to the rephrased benchmark: S(D) {test['score_original']:.3f} against an estimated "
-        f"uncontaminated {test['estimated_clean']:.3f} (p = {p:.2g})",
+        f"uncontaminated {test['estimated_clean']:.3f} (p = {p:.2g}; {_CONSTAT_METHODS[test['method']]}, "
+        f"{test['n_references']} reference model{'s' if test['n_references'] != 1 else ''})",
         flagged,
-        detail={k: test[k] for k in ("score_original", "score_rephrased", "estimated_clean", "estimated_clean_ci")},
+        detail={
+            k: test[k] for k in ("score_original", "score_rephrased", "estimated_clean", "estimated_clean_ci", "method")
+        },
     )
 
 
