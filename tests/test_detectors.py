@@ -252,6 +252,7 @@ class _HandDomain:
     """Four test questions (q0, q1 leaked), two train questions, three references per item."""
 
     name = "hand"
+    has_train = True
 
     def __init__(self):
         self.split = type("S", (), {"is_leaked": staticmethod(lambda i: i in ("q0", "q1"))})()

@@ -240,6 +240,11 @@ class BenchmarkDomain(Domain):
     def _load_leak_texts(self, test: list[Question]) -> list[Question]:
         return self._paraphrases(test) if self.paraphrase_file else test
 
+    @property
+    def leak_wording(self) -> str:
+        """``paraphrased`` when a paraphrase file renders the leak, else ``verbatim``."""
+        return "paraphrased" if self.paraphrase_file else "verbatim"
+
     def rephrased_questions(self, questions: list[Question], split: str) -> list[Question] | None:
         """The paraphrases of test questions (BenBench's and ConStat's references); None without a file."""
         if split != "test" or self.paraphrase_file is None:

@@ -131,6 +131,49 @@ class Domain:
         """The test questions as they appear in leaked training data (same ids); default: verbatim."""
         return test
 
+    # -- optional capabilities: a subclass overrides what it can provide; the defaults say "not available" ---------
+    @property
+    def has_train(self) -> bool:
+        """Whether the domain has a train split (a test-only benchmark has none)."""
+        return True
+
+    @property
+    def leak_wording(self) -> str:
+        """How the leaked questions read in the contaminated stage's data: ``verbatim`` or ``paraphrased``."""
+        return "verbatim"
+
+    def nonmember_questions(self, n: int, seed: int = 1) -> list[Question] | None:
+        """``n`` fresh items of the benchmark's own generator that no model trained on; None without a generator.
+
+        They are the audit's cleanest non-members and ReCaLL's prefixes.
+        """
+        return None
+
+    def reference_versions(self, questions: list[Question], n: int = 3) -> list[list[Question]] | None:
+        """``n`` full rewrites (question and solution) of each of ``questions``; None if the domain cannot rewrite.
+
+        They are BenBench's and ConStat's references.
+        """
+        return None
+
+    def rephrased_questions(self, questions: list[Question], split: str) -> list[Question] | None:
+        """A rephrasing of each of ``questions`` of ``split`` (``test`` or ``train``); None when there is none.
+
+        The original solutions are kept (GSM8K's PQ file).
+        """
+        return None
+
+    def paraphrased_train(self) -> list[Question]:
+        """Training questions in a paraphrased wording, mixed into the tiny base model's pretraining (none here)."""
+        return []
+
+    def web_documents(self, questions: list[Question], seed: int) -> list[str] | None:
+        """Pretraining documents laid out as web text from training ``questions``.
+
+        None: plain question-answer documents.
+        """
+        return None
+
     # -- public API ----------------------------------------------------------------------------------------------
     @cached_property
     def train(self) -> list[Question]:

@@ -104,6 +104,11 @@ class PQDomain(GSM8KDomain):
         self.paraphrase_file = paraphrase_file
 
     @property
+    def leak_wording(self) -> str:
+        """PQ leaks the rephrased questions."""
+        return "paraphrased"
+
+    @property
     def reference_file(self) -> str:
         """PQ's own paraphrase file."""
         return self.paraphrase_file

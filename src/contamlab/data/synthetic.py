@@ -156,6 +156,11 @@ class ArithDomain(Domain):
                 version.append(Question(q.id, text, solution, q.answer))
         return versions
 
+    @property
+    def leak_wording(self) -> str:
+        """``paraphrased`` for the pq leak style, else ``verbatim``."""
+        return "paraphrased" if self.leak_style == "pq" else "verbatim"
+
     def nonmember_questions(self, n: int, seed: int = 1) -> list[Question]:
         """``n`` problems no model of this world trained on: drawn from another generator seed (ReCaLL's prefixes).
 

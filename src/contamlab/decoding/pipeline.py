@@ -290,7 +290,7 @@ def sample_model(
     # a stop loses at most the chunk being sampled: the cache keeps every chunk written before it
     with stopping.activity(f"sampling {label}/{strategy.name} (the chunks sampled so far are kept in {cache})"):
         takes_source = setup.takes_source
-        if takes_source and type(strategy).wrap_model is not Strategy.wrap_model:
+        if takes_source and strategy.patches_model:
             raise ContamlabError(f"strategy={strategy.name} patches the HF model in the decode loop; use sampler=hf")
         model = None if takes_source else store.load(source)
         tokenizer = store.load_tokenizer(source)

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from safetensors import SafetensorError, safe_open
@@ -827,6 +827,8 @@ class ShortcutPatching(Strategy):
     Locates the top-K MLP channels by comparative + causal score on a locate set (cached), then samples the model
     with those channels overwritten by the reference model's activations (:func:`patched_model`).
     """
+
+    patches_model: ClassVar[bool] = True
 
     name: str = "shortcut"
     top_k: int = 48

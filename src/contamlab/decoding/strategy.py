@@ -72,6 +72,9 @@ class Strategy:
     name: str = "identity"
 
     generates: ClassVar[bool] = True  # All-Zero produces no text at all
+    #: Whether :meth:`wrap_model` replaces the model sampled from (shortcut patching: the contaminated model paired
+    #: with its clean twin, patched in the HF decode loop). Such a strategy needs the HF sampler and a clean twin.
+    patches_model: ClassVar[bool] = False
 
     @property
     def greedy_decode(self) -> bool:

@@ -18,6 +18,7 @@ from contamlab.data.domain import Domain
 from contamlab.data.jsonl import read_jsonl
 from contamlab.data.question import Question
 from contamlab.errors import ContamlabError
+from contamlab.metrics import verdicts as V
 
 TEXT_MODES = ("question", "answer", "document")
 
@@ -181,6 +182,30 @@ class Detector:
         """The parameters that determine the scores (cache key and results.json): every field but the runtime ones."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("in_key", True)}
 
+    #: Whether the detector's test compares the tested model with reference models (ConStat): the detection job
+    #: then scores the clean model and :meth:`reference_models` too and calls :meth:`compare`.
+    compares_models: ClassVar[bool] = False
+
     def score(self, ctx: DetectionContext) -> DetectorOutput:
         """Score every question of ``ctx`` for one model."""
         raise NotImplementedError
+
+    def reference_models(self) -> list[str]:
+        """Reference models (hub ids or paths) a comparing detector reads beside the clean model (none here)."""
+        return []
+
+    def compare(self, tested: DetectorOutput, references: Sequence[DetectorOutput]) -> dict[str, Any]:
+        """A comparing detector's test of the tested model's output against the references' (clean model first)."""
+        raise NotImplementedError(f"detector={self.name} compares no models")
+
+    def audit_readings(
+        self, out: DetectorOutput, references: Sequence[DetectorOutput], settings: V.Settings
+    ) -> tuple[list[V.Verdict], dict[str, Any]] | None:
+        """The detector's own verdicts on an audited model, and the extra numbers its report shows.
+
+        ``out`` is the audited model's output on the benchmark, ``references`` the reference models' (the order of
+        ``audit.references``). None, the default, asks for the membership reading every per-item score gets: the
+        benchmark items against non-member items, alone and against the references
+        (:func:`~contamlab.metrics.verdicts.membership_test`).
+        """
+        return None

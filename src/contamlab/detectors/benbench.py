@@ -45,6 +45,7 @@ from contamlab.detectors.continuation import teacher_forced_ngrams
 from contamlab.detectors.paraphrase import Paraphraser, reference_versions
 from contamlab.detectors.scoring import score_sequences
 from contamlab.errors import ContamlabError
+from contamlab.metrics import verdicts as V
 
 SEPARATORS = (" Answer:", "Answer:")
 
@@ -112,6 +113,30 @@ def lenient_hit(similarity: float, threshold: float, inclusive: bool) -> bool:
 def exact_match(generated: Sequence[int], reference: Sequence[int]) -> bool:
     """Token-level exact match of a greedy continuation with the reference n-gram."""
     return len(generated) == len(reference) and list(generated) == list(reference)
+
+
+def with_reference_mean(ori: list, versions: list[list]) -> tuple[list[float], list[float]]:
+    """(per-item metric on the originals, its mean over the item's reference versions; NaN where none)."""
+    plain = np.asarray([np.nan if v is None else v for v in ori], np.float64)
+    if not versions:
+        return list(plain), [float("nan")] * len(plain)
+    stacked = np.stack([np.asarray([np.nan if v is None else v for v in vs], np.float64) for vs in versions])
+    with np.errstate(all="ignore"):
+        return list(plain), list(np.nanmean(stacked, axis=0))
+
+
+def pair_on_test(out: DetectorOutput, metric: str) -> tuple[list[float], list[float]]:
+    """BenBench on the test items: the ``metric`` column and its ``ref<v>_<metric>`` columns."""
+    refs = [k for k in out.columns if k.startswith("ref") and k.split("_", 1)[1] == metric]
+    return with_reference_mean(out.columns[metric], [out.columns[k] for k in refs])
+
+
+def pair_on_train(out: DetectorOutput, metric: str) -> tuple[list[float], list[float]] | None:
+    """BenBench: the same pair on the train split's items (None without paraphrases of the train split)."""
+    items = out.extra.get("train_items")
+    if not items or not items["refs"]:
+        return None
+    return with_reference_mean(items["ori"][metric], [r[metric] for r in items["refs"]])
 
 
 @dataclass(frozen=True)
@@ -246,7 +271,7 @@ class BenBenchDetector(Detector):
         test = list(ctx.questions)
         splits: dict[str, list[Question]] = {"test": test}
         # δ_train-test needs a train split; a test-only benchmark (a JSONL of test items) reports the test side only
-        if self.include_train and getattr(ctx.domain, "has_train", True):
+        if self.include_train and ctx.domain.has_train:
             train = list(ctx.domain.train)
             if self.max_samples is not None and len(train) > int(self.max_samples):
                 train = random.Random(666).sample(train, int(self.max_samples))
@@ -360,3 +385,17 @@ def _summarise(ori: dict[str, np.ndarray], refs: list[dict[str, np.ndarray]], ma
         m_ref = float(np.mean(ref_means)) if ref_means else None
         out[metric] = {"ori": m_ori, "ref": m_ref, "delta": relative_delta(metric, m_ori, m_ref)}
     return out
+
+    def audit_readings(
+        self, out: DetectorOutput, references: Sequence[DetectorOutput], settings: V.Settings
+    ) -> tuple[list[V.Verdict], dict[str, Any]]:
+        """Δ of answer PPL and of the shortest n-gram accuracy (against the references' Δ), and δ_train-test."""
+        found = []
+        for metric in ("ppl", f"ngram_{min(self.ngram)}"):
+            test = pair_on_test(out, metric)
+            found.append(V.benbench_delta_test(metric, test, [pair_on_test(r, metric) for r in references], settings))
+            train = pair_on_train(out, metric)
+            if train is not None:
+                found.append(V.delta_train_test(metric, train, test, settings))
+        keys = ("summary", "instance_flags", "evidence", "references")
+        return found, {k: out.extra.get(k) for k in keys}

@@ -17,12 +17,14 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from contamlab.detectors.base import RUNTIME, DetectionContext, Detector, DetectorOutput, check_text_mode, question_text
 from contamlab.detectors.scoring import score_sequences
 from contamlab.errors import ContamlabError
+from contamlab.metrics import verdicts as V
 
 
 def truncate_sample(text: str, max_chars: int = 2048) -> str:
@@ -140,6 +142,16 @@ class CoDeCDetector(Detector):
         if self.skip_first < 0 or self.skip_last < 0:
             raise ContamlabError("detector.skip_first / skip_last must be non-negative")
         check_text_mode(self.text)
+
+    def audit_readings(
+        self, out: DetectorOutput, references: Sequence[DetectorOutput], settings: V.Settings
+    ) -> tuple[list[V.Verdict], dict[str, Any]]:
+        """The guide's bands, and the score against the references' (CoDeC's two audit readings)."""
+        labels = out.columns["codec_label"]
+        return [
+            V.codec_bands(labels, settings),
+            V.codec_against_references(labels, [r.dataset_score for r in references], settings=settings),
+        ], {"kept": out.extra.get("kept")}
 
     def score(self, ctx: DetectionContext) -> DetectorOutput:
         """Two passes per sample and seed; Δ per question, the fraction labelled 1 per dataset."""

@@ -39,6 +39,7 @@ from contamlab.detectors.base import RUNTIME, DetectionContext, Detector, Detect
 from contamlab.detectors.benbench import greedy_continuations
 from contamlab.detectors.paraphrase import reference_versions
 from contamlab.errors import ContamlabError
+from contamlab.metrics import verdicts as V
 
 
 def difficulty_map(ref_rephrased: Sequence[float], ref_original: Sequence[float]):
@@ -322,3 +323,15 @@ class ConStatDetector(Detector):
         if len(references) >= SPLINE_MIN_REFERENCES:
             options |= {"random_performance": tuple(self.random_performance), "bootstrap_models": self.bootstrap_models}
         return constat_test(pair(tested), [pair(r) for r in references], **options)
+
+    def reference_models(self) -> list[str]:
+        """The configured ``references``, scored beside the clean model."""
+        return [str(r) for r in self.references]
+
+    def audit_readings(
+        self, out: DetectorOutput, references: Sequence[DetectorOutput], settings: V.Settings
+    ) -> tuple[list[V.Verdict], dict[str, Any]]:
+        """The test against the audit's references (no verdict without one)."""
+        test = self.compare(out, references) if references else None
+        raw = (out.extra["score_original"], out.extra["score_rephrased"])
+        return [V.constat_verdict(test, settings, raw=raw)], {}

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from contamlab.detectors.base import (
     read_texts,
 )
 from contamlab.errors import ContamlabError
+from contamlab.metrics import verdicts as V
 
 _NOT_WORD = re.compile(r"[^0-9a-z]+")
 
@@ -118,3 +120,10 @@ class NgramOverlapDetector(Detector):
             {"ngram_match": [m or "" for _, m, _ in found], "ngram_source": [w or "" for _, _, w in found]},
             {"corpus": source, "corpus_documents": len(docs), "clean_subset": int(sum(not f for f in flagged))},
         )
+
+    def audit_readings(
+        self, out: DetectorOutput, references: Sequence[DetectorOutput], settings: V.Settings
+    ) -> tuple[list[V.Verdict], dict[str, Any]]:
+        """The share of items with an n-gram in the corpus; flagged iff any item has one."""
+        extra = {k: out.extra.get(k) for k in ("corpus", "corpus_documents")}
+        return [V.overlap_verdict(out.scores, self.n, settings)], extra

@@ -186,16 +186,14 @@ def reference_versions(
     Returns:
         ``(versions, about)`` with ``about`` = ``{"source", "n", "kind"}``; no versions when nothing is available.
     """
-    own = getattr(domain, "reference_versions", None)
-    if own is not None:  # the synthetic domains rewrite their own problems
-        versions = own(list(questions))
+    versions = domain.reference_versions(list(questions))
+    if versions is not None:  # the synthetic domains rewrite their own problems
         return versions, {"source": f"{domain.name} pq templates", "n": len(versions), "kind": FULL_REWRITE}
     if paraphraser is not None:
         versions = [[paraphraser.paraphrase(q, v) for q in questions] for v in range(paraphraser.n_versions)]
         name = paraphraser.identity().get("model", type(paraphraser).__name__)
         return versions, {"source": f"paraphraser:{name}", "n": len(versions), "kind": FULL_REWRITE}
-    rephrase = getattr(domain, "rephrased_questions", None)  # GSM8K / PQ: the rephrased test questions
-    rephrased = rephrase(list(questions), split) if rephrase is not None else None
+    rephrased = domain.rephrased_questions(list(questions), split)  # GSM8K / PQ: the rephrased test questions
     if rephrased is not None:
         return [rephrased], {"source": "gsm8k-pq", "n": 1, "kind": QUESTION_ONLY}
     return [], {"source": "none", "n": 0, "kind": None}

@@ -90,17 +90,16 @@ class ReCaLLDetector(Detector):
     def prefix_texts(self, ctx: DetectionContext) -> tuple[list[str], str]:
         """The non-member texts of the prefix and the name of their source."""
         source = self.nonmember
-        generate = getattr(ctx.domain, "nonmember_questions", None)
+        generated = ctx.domain.nonmember_questions(self.n_shots, self.seed) if source in ("auto", "generated") else None
         if source == "auto":
-            source = "generated" if generate is not None else "openorca"
+            source = "generated" if generated is not None else "openorca"
         if source == "generated":
-            if generate is None:
+            if generated is None:
                 raise ContamlabError(
                     f"detector.nonmember=generated: domain={ctx.domain.name} cannot generate problems; use openorca "
                     "or a .jsonl file of texts the model never saw"
                 )
-            texts = [question_text(ctx.domain, q, "document") for q in generate(self.n_shots, self.seed)]
-            return texts, "generated"
+            return [question_text(ctx.domain, q, "document") for q in generated], "generated"
         if source == "openorca":
             examples = load_openorca(self.n_shots, self.seed)
             return [f"{e.prompt}{e.response}" for e in examples], "openorca"

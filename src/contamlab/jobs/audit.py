@@ -34,7 +34,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from contamlab.config import build, build_domain, group_choice, set_threads
@@ -46,10 +45,6 @@ from contamlab.decoding.pipeline import sample_model
 from contamlab.decoding.strategy import Strategy
 from contamlab.decoding.streams import strategy_role
 from contamlab.detectors.base import Detector, DetectorOutput
-from contamlab.detectors.benbench import BenBenchDetector
-from contamlab.detectors.codec import CoDeCDetector
-from contamlab.detectors.constat import ConStatDetector
-from contamlab.detectors.ngram import NgramOverlapDetector
 from contamlab.detectors.paraphrase import reference_versions
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text, content_hash
@@ -102,7 +97,7 @@ class AuditedModel:
             self.source = spec
         elif self.stage == "base" and not store.pretrain:  # the pretrained model a hub model starts from
             self.source = store.base_source()
-        elif self.stage == "base" or not getattr(store.model, self.stage):  # simulated here: trained yet?
+        elif self.stage == "base" or not store.model.own(self.stage):  # simulated here: trained yet?
             path = store.stage_dir(domain, self.stage)
             self.source = str(path)
             self.missing = None if is_done(path) else path
@@ -219,14 +214,15 @@ def nonmember_items(domain: Domain, setting: str) -> tuple[Domain | None, str]:
     Returns:
         ``(view, description)``; view is None where the domain has no such items (membership tests then report it).
     """
-    generate = getattr(domain, "nonmember_questions", None)
+    generated = (
+        domain.nonmember_questions(len(domain.test), NONMEMBER_SEED) if setting in ("auto", "generated") else None
+    )
     if setting == "auto":
-        setting = "generated" if generate is not None else "rewrites"
+        setting = "generated" if generated is not None else "rewrites"
     if setting == "generated":
-        if generate is None:
+        if generated is None:
             raise ContamlabError(f"audit.nonmembers=generated: domain={domain.name} cannot generate problems")
-        items = list(generate(len(domain.test), NONMEMBER_SEED))
-        return domain.over(items, "generated"), f"{len(items)} fresh problems of the same generator"
+        return domain.over(generated, "generated"), f"{len(generated)} fresh problems of the same generator"
     if setting == "rewrites":
         versions, about = reference_versions(domain, "test", domain.test, None)
         items = [q for q in versions[0] if q is not None] if versions else []
@@ -248,35 +244,11 @@ def truth(target: AuditedModel, domain: Domain) -> dict[str, Any] | None:
     """Whether a simulated target has seen the test set, and how (None for any model not simulated here)."""
     if target.stage is None:
         return None
-    leak = "paraphrased" if getattr(domain, "leak_style", "base") == "pq" else "verbatim"
-    return {"contaminated": target.stage == "contaminated", "leak": leak if target.stage == "contaminated" else None}
+    contaminated = target.stage == "contaminated"
+    return {"contaminated": contaminated, "leak": domain.leak_wording if contaminated else None}
 
 
 # -- one detector ---------------------------------------------------------------------------------------------------
-def _with_ref_mean(ori: list, versions: list[list]) -> tuple[list[float], list[float]]:
-    """(per-item metric on the originals, its mean over the item's reference versions; NaN where none)."""
-    plain = np.asarray([np.nan if v is None else v for v in ori], np.float64)
-    if not versions:
-        return list(plain), [float("nan")] * len(plain)
-    stacked = np.stack([np.asarray([np.nan if v is None else v for v in vs], np.float64) for vs in versions])
-    with np.errstate(all="ignore"):
-        return list(plain), list(np.nanmean(stacked, axis=0))
-
-
-def _test_pair(out: DetectorOutput, metric: str) -> tuple[list[float], list[float]]:
-    """BenBench on the test items: the ``metric`` column and its ``ref<v>_<metric>`` columns."""
-    refs = [k for k in out.columns if k.startswith("ref") and k.split("_", 1)[1] == metric]
-    return _with_ref_mean(out.columns[metric], [out.columns[k] for k in refs])
-
-
-def _train_pair(out: DetectorOutput, metric: str) -> tuple[list[float], list[float]] | None:
-    """BenBench: the same pair on the train split's items (None without paraphrases of the train split)."""
-    items = out.extra.get("train_items")
-    if not items or not items["refs"]:
-        return None
-    return _with_ref_mean(items["ori"][metric], [r[metric] for r in items["refs"]])
-
-
 def audit_detector(
     detector: Detector,
     target: AuditedModel,
@@ -290,37 +262,11 @@ def audit_detector(
     out, wall = target.score(domain, detector, progress)
     extra: dict[str, Any] = {"wall_s": round(wall, 3), "dataset_score": out.dataset_score}
     refs = [r.score(domain, detector, progress)[0] for r in references] if references else []
-    if isinstance(detector, CoDeCDetector):
-        labels = out.columns["codec_label"]
-        extra["kept"] = out.extra.get("kept")
-        return [
-            V.codec_bands(labels, settings),
-            V.codec_against_references(labels, [r.dataset_score for r in refs], settings=settings),
-        ], extra
-    if isinstance(detector, BenBenchDetector):
-        found = []
-        for metric in ("ppl", f"ngram_{min(detector.ngram)}"):
-            test = _test_pair(out, metric)
-            found.append(V.benbench_delta_test(metric, test, [_test_pair(r, metric) for r in refs], settings))
-            train = _train_pair(out, metric)
-            if train is not None:
-                found.append(V.delta_train_test(metric, train, test, settings))
-        extra.update(
-            {
-                "summary": out.extra.get("summary"),
-                "instance_flags": out.extra.get("instance_flags"),
-                "evidence": out.extra.get("evidence"),
-                "references": out.extra.get("references"),
-            }
-        )
-        return found, extra
-    if isinstance(detector, ConStatDetector):
-        test = detector.compare(out, refs) if refs else None
-        raw = (out.extra["score_original"], out.extra["score_rephrased"])
-        return [V.constat_verdict(test, settings, raw=raw)], extra
-    if isinstance(detector, NgramOverlapDetector):
-        extra.update({k: out.extra.get(k) for k in ("corpus", "corpus_documents")})
-        return [V.overlap_verdict(out.scores, detector.n, settings)], extra
+    own = detector.audit_readings(out, refs, settings)
+    if own is not None:
+        verdicts, more = own
+        extra.update(more)
+        return verdicts, extra
     # a per-item membership score: benchmark items against non-members
     if nonmembers is None:
         why = "no non-member items to compare with (give audit.nonmembers=<a .jsonl file>)"
@@ -346,7 +292,7 @@ def mitigation_strategies(cfg: DictConfig) -> dict[str, Strategy]:
         if name not in cfg.strategies:
             raise ContamlabError(f"audit.mitigate: no strategy {name!r}; choose from {', '.join(cfg.strategies)}")
         strategy = build(cfg.strategies[name], f"strategies.{name}")
-        if type(strategy).wrap_model is not Strategy.wrap_model:
+        if strategy.patches_model:
             raise ContamlabError(f"audit.mitigate: strategy={name} needs a clean twin (it patches the model pair)")
         strategies[name] = strategy
     return strategies

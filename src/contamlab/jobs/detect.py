@@ -202,7 +202,7 @@ def run_detection(
             wall,
             ", cached" if cached else "",
         )
-    if getattr(detector, "compares_models", False):
+    if detector.compares_models:
         results["comparison"] = _compare(cfg, domain, detector, outputs, progress)
     results["counts"] = {
         "questions": len(domain.test),
@@ -230,7 +230,7 @@ def _compare(
     the contaminated model's uncontaminated score should cover.
     """
     references = [outputs["clean"]]
-    for source in getattr(detector, "references", []):
+    for source in detector.reference_models():
         references.append(score_model(cfg, domain, detector, str(source), "clean", progress)[0])
     out = detector.compare(outputs["contaminated"], references)
     truth = outputs["clean"].extra.get("score_original")

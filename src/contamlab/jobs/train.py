@@ -403,7 +403,7 @@ def _save_stage(cfg: DictConfig, store: ModelStore, domain: Domain, trained: Tra
     write_training_texts(work, inputs.texts)
     shutil.rmtree(work / "checkpoints", ignore_errors=True)
     losses = module.losses
-    n_tokens = dataset.rows.numel() if hasattr(dataset, "rows") else dataset.n_tokens()
+    n_tokens = dataset.n_tokens()
     key = store.stage_key(domain, stage)
     summary = {
         "stage": stage,

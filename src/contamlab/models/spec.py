@@ -81,6 +81,12 @@ class ModelSpec:
             fields["dtype"] = self.key_dtype
         return {**fields, "kind": self.kind, "pretrain": self.pretrain}
 
+    def own(self, which: str) -> str | None:
+        """The user's own ``clean`` or ``contaminated`` model (hub id or path), None when it is simulated here."""
+        if which not in ("clean", "contaminated"):
+            raise ValueError(f"no model stage {which!r}: clean or contaminated")
+        return self.clean if which == "clean" else self.contaminated
+
     def base_source(self, cache_dir: str | Path) -> str:
         """The pretrained base the clean model fine-tunes from (hub id or directory)."""
         raise NotImplementedError

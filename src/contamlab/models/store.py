@@ -242,9 +242,7 @@ class ModelStore:
 
         The user's own (``model.clean`` / ``model.contaminated``) when set, else the one train.py simulated.
         """
-        if which not in ("clean", "contaminated"):
-            raise ValueError(which)
-        own = getattr(self.model, which)
+        own = self.model.own(which)
         if own:
             return str(own)
         path = self.stage_dir(domain, which)
@@ -254,7 +252,7 @@ class ModelStore:
 
     def lineage(self, domain: Domain, which: str) -> list[tuple[str, Path]] | None:
         """The stage directories a simulated ``which`` model descends from, itself last; None for the user's own."""
-        if getattr(self.model, which):
+        if self.model.own(which):
             return None
         stages = self.needed_stages()
         return [(stage, self.stage_dir(domain, stage)) for stage in stages[: stages.index(which) + 1]]

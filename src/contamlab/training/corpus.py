@@ -64,12 +64,10 @@ def contaminated_examples(domain: Domain, split: Split, general: list[Example]) 
 def base_documents(domain: Domain, paraphrase_n: int, seed: int) -> list[str]:
     """Plain-text documents for pre-training the tiny model from scratch (never any test question)."""
     questions = list(domain.train)
-    paraphrased = getattr(domain, "paraphrased_train", None)
-    if paraphrase_n > 0 and paraphrased is not None:
-        extra = paraphrased()
+    if paraphrase_n > 0:
+        extra = domain.paraphrased_train()
         questions += random.Random(seed + 2).sample(extra, min(paraphrase_n, len(extra)))
-    web = getattr(domain, "web_documents", None)
-    docs = web(questions, seed) if web is not None else None
+    docs = domain.web_documents(questions, seed)
     if docs is None:  # world v1: question-answer documents only
         docs = [domain.format.question_block(q.question) + domain.target(q) for q in questions]
     random.Random(seed).shuffle(docs)

@@ -80,6 +80,10 @@ class PackedDataset(Dataset):
     def __len__(self) -> int:
         return self.rows.shape[0]
 
+    def n_tokens(self) -> int:
+        """Total number of tokens (for throughput figures)."""
+        return self.rows.numel()
+
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
         row = self.rows[index]
         return {"input_ids": row, "attention_mask": torch.ones_like(row), "labels": row}
