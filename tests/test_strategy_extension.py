@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 from contamlab.config import build, load_domain
 from contamlab.decoding.pipeline import greedy_set, sample_set
 from contamlab.decoding.sampler import HFSampler
-from contamlab.decoding.strategy import Strategy
+from contamlab.decoding.strategy import StepHook, Strategy
 from contamlab.models.tiny import build_tiny_model, train_tokenizer
 
 # What would be configs/strategy/first_ban.yaml (``python evaluate.py strategy=first_ban``).
@@ -26,7 +26,7 @@ name: first_ban
 
 
 @dataclass(frozen=True)
-class FirstTokenBanHook:
+class FirstTokenBanHook(StepHook):
     """Bans each question's greedy first token at step 0."""
 
     first: torch.Tensor  # [Q] int64: each question's greedy first token
@@ -39,7 +39,7 @@ class FirstTokenBanHook:
         out[torch.arange(out.shape[0]), self.first[owner]] = float("-inf")  # [R]
         return out
 
-    # No ``vllm_args``: on sampler=vllm the sampler names the hook and asks for sampler=hf.
+    # StepHook.vllm_args is None: on sampler=vllm the sampler names the hook and asks for sampler=hf.
 
 
 @dataclass(frozen=True)

@@ -91,8 +91,14 @@ def test_strategy_hooks_become_per_question_args():
     lne = LNEBlocking(beta=2.0, t_task=7).step_fn(GREEDY, [0.5, 3.0])
     assert strategy_extra_args(lne, 2) == [lne_args(5), lne_args(0)]
     assert strategy_extra_args(None, 3) == [{}, {}, {}]
+    from contamlab.decoding.strategy import StepHook
+
+    class HFOnly(StepHook):  # a hook that says nothing of vLLM (the base's vllm_args is None)
+        def __call__(self, logits, generated, owner):
+            return logits
+
     with pytest.raises(ContamlabError, match="sampler=hf"):
-        strategy_extra_args(lambda logits, generated, owner: logits, 2)
+        strategy_extra_args(HFOnly(), 2)
 
 
 # -- Model Runner V1 -------------------------------------------------------------------------------------------------

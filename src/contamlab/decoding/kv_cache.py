@@ -16,6 +16,28 @@ from transformers.cache_utils import DynamicLayer
 MIN_CAPACITY = 64  # positions allocated at least, so short prompts do not reallocate at every early step
 
 
+class OwnCacheModel(torch.nn.Module):
+    """A causal LM that brings its own KV cache kind, which the HF sampler then uses (and no shared-KV attention).
+
+    Shortcut patching's pairs are such models: one cache per model of the pair, kept row-aligned.
+    """
+
+    def make_cache(self) -> DynamicCache:
+        """An empty KV cache of the model's own kind."""
+        raise NotImplementedError
+
+
+class PromptBoundCache(DynamicCache):
+    """A KV cache whose rows answer their prompts differently, bound to them when the sampler prefills.
+
+    Shortcut's Step B patches each group of prompts its own way; its cache must know each row's prompt.
+    """
+
+    def bind_prompts(self, prompts: torch.Tensor) -> None:
+        """Bind the rows to prompts: row r answers prompt ``prompts[r]`` (``[R]`` indices into the decoded list)."""
+        raise NotImplementedError
+
+
 class GrowingLayer(DynamicLayer):
     """``DynamicLayer`` with amortised O(1) appends (capacity doubles when full).
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from contamlab.decoding.strategy import Strategy
+from contamlab.decoding.strategy import StepHook, Strategy
 from contamlab.errors import ContamlabError
 
 ROUNDINGS = ("floor", "round")
@@ -123,7 +123,7 @@ class LNEBlocking(Strategy):
 
 
 @dataclass(frozen=True)
-class LNEHook:
+class LNEHook(StepHook):
     """LNE-blocking's per-step hook: the n_block of every question ([Q] int64)."""
 
     n_blocks: torch.Tensor

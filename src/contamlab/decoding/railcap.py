@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from contamlab.decoding.strategy import Strategy
+from contamlab.decoding.strategy import StepHook, Strategy
 from contamlab.errors import ContamlabError
 
 MODES = ("cap", "ban")
@@ -293,7 +293,7 @@ class RailCap(Strategy):
 
 
 @dataclass(frozen=True)
-class RailCapHook:
+class RailCapHook(StepHook):
     """RailCap's per-step hook: the questions' n-gram table and the suppression mode (backends read both)."""
 
     table: RailCapTable

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 
     from contamlab.decoding.shared_kv import SharedKV
+    from contamlab.decoding.strategy import StepHook
 
 # A strategy's per-step hook: (logits [R, V], generated [R, t], owner [R]) -> logits [R, V].
-StepFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 @dataclass
@@ -145,7 +145,7 @@ class Sampler(Protocol):
         m: int,
         temperature: float,
         seed: int,
-        step_fn: StepFn | None = None,
+        step_fn: StepHook | None = None,
         greedy: bool = False,
     ) -> list[list[list[int]]]:
         """Decode ``m`` responses for each prompt (``greedy`` ignores ``temperature`` and draws argmax).
@@ -216,7 +216,9 @@ class HFSampler:
         if draw not in ("multinomial", "inverse_cdf"):
             raise ValueError(f"sampler.draw={draw!r}: use multinomial or inverse_cdf")
         self.draw = draw
-        self.shared_kv = bool(shared_kv) and getattr(model, "make_cache", None) is None
+        from contamlab.decoding.kv_cache import OwnCacheModel
+
+        self.shared_kv = bool(shared_kv) and not isinstance(model, OwnCacheModel)  # its own cache: no shared KV
         self.eos_id = tokenizer.eos_token_id
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
         self.device = next(model.parameters()).device
@@ -266,10 +268,9 @@ class HFSampler:
 
     def _new_cache(self) -> DynamicCache:
         """An empty KV cache; a model may bring its own kind (shortcut's patched pair: one cache per model)."""
-        from contamlab.decoding.kv_cache import growing_cache
+        from contamlab.decoding.kv_cache import OwnCacheModel, growing_cache
 
-        make_cache = getattr(self.model, "make_cache", None)
-        return make_cache() if make_cache is not None else growing_cache(self.model.config)
+        return self.model.make_cache() if isinstance(self.model, OwnCacheModel) else growing_cache(self.model.config)
 
     def _expanded_prefix(self, owners: Sequence[int]) -> DynamicCache:
         """The prefix KV for one row per prompt.
@@ -283,10 +284,11 @@ class HFSampler:
         Returns:
             A cache of ``len(owners)`` rows (empty when no prefix is cached).
         """
+        from contamlab.decoding.kv_cache import PromptBoundCache
+
         cache = self._new_cache() if self._prefix_cache is None else copy.deepcopy(self._prefix_cache)
-        bind = getattr(cache, "bind_prompts", None)
-        if bind is not None:
-            bind(torch.tensor(list(owners), dtype=torch.long, device=self.device))  # [Q]
+        if isinstance(cache, PromptBoundCache):
+            cache.bind_prompts(torch.tensor(list(owners), dtype=torch.long, device=self.device))  # [Q]
         elif self._prefix_cache is not None:
             cache.batch_repeat_interleave(len(owners))  # [1, H, P, D] -> [Q, H, P, D] per layer
         return cache
@@ -299,7 +301,7 @@ class HFSampler:
         m: int,
         temperature: float,
         seed: int,
-        step_fn: StepFn | None = None,
+        step_fn: StepHook | None = None,
         greedy: bool = False,
     ) -> list[list[list[int]]]:
         """:meth:`Sampler.decode`: one random stream per call (same inputs and seed give the same tokens on CPU).
@@ -320,9 +322,8 @@ class HFSampler:
         per_chunk = max(1, self.batch_rows // m)
         # The random stream lives on the CPU on every device, so a seed draws the same uniforms on a GPU as here.
         generator = torch.Generator(device="cpu").manual_seed(seed)
-        move = getattr(step_fn, "to", None)
-        if move is not None:
-            step_fn = move(self.device)  # the hook's tables onto the model's device once, not at every step
+        if step_fn is not None:
+            step_fn = step_fn.to(self.device)  # the hook's tables onto the model's device once, not at every step
         for start in range(0, len(prompt_ids), per_chunk):
             chunk = list(range(start, min(start + per_chunk, len(prompt_ids))))
             rows, entropy = self._decode_chunk(

@@ -41,7 +41,7 @@ from torch import Tensor, nn
 from transformers import DynamicCache
 
 from contamlab.data.prompts import PROMPT_VERSION
-from contamlab.decoding.kv_cache import growing_cache
+from contamlab.decoding.kv_cache import OwnCacheModel, PromptBoundCache, growing_cache
 from contamlab.decoding.strategy import Strategy, WrapContext
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_bytes, content_hash
@@ -207,7 +207,7 @@ class PairCache(DynamicCache):
         self.reference.reset()
 
 
-class PatchedPair(nn.Module):
+class PatchedPair(OwnCacheModel):
     """Step D: the target with its shortcut channels overwritten by a reference model's activations.
 
     It has the causal LM's forward signature and returns the target's outputs, so HFSampler's decode loop (batched
@@ -255,7 +255,7 @@ class PatchedPair(nn.Module):
             return self.target(**inputs, cache=cache, use_cache=use_cache)
 
 
-class PromptCache(PairCache):
+class PromptCache(PairCache, PromptBoundCache):
     """A :class:`PairCache` that knows which prompt each row answers (``prompt_index``), through every batch edit.
 
     Prompts come in groups of ``group_size`` that the model treats alike (:class:`BlockPatchedPair`). A cache that
@@ -315,7 +315,7 @@ class PromptCache(PairCache):
         self.prompt_index = None
 
 
-class BlockPatchedPair(nn.Module):
+class BlockPatchedPair(OwnCacheModel):
     """Step B in one decode: the target patched from the reference with another channel set for each group of prompts.
 
     Prompt ``i`` of the decoded list is patched with ``variants[i // n_prompts]``: the caller repeats the locate

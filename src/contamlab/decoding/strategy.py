@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
@@ -45,8 +45,8 @@ class WrapContext:
     progress: bool = True
 
 
-class StepHook(Protocol):
-    """A strategy's per-step logits hook, on both backends.
+class StepHook:
+    """Base of a strategy's per-step logits hook, on both backends.
 
     The HF sampler calls it on every decode step; the vLLM sampler asks it for per-request ``extra_args`` read by
     the logits processors of :mod:`~contamlab.decoding.vllm_processors` (which call the same pure functions).
@@ -54,15 +54,18 @@ class StepHook(Protocol):
 
     def __call__(self, logits: torch.Tensor, generated: torch.Tensor, owner: torch.Tensor) -> torch.Tensor:
         """``logits [rows, V]``, ``generated [rows, t]``, ``owner [rows]`` (each row's question) -> ``[rows, V]``."""
-        ...
+        raise NotImplementedError
 
-    def vllm_args(self, n_questions: int) -> list[dict[str, Any]]:
-        """One vLLM ``SamplingParams.extra_args`` dict per question."""
-        ...
+    def vllm_args(self, n_questions: int) -> list[dict[str, Any]] | None:
+        """One vLLM ``SamplingParams.extra_args`` dict per question; None (the default): the hook runs on HF only."""
+        return None
 
     def to(self, device: torch.device) -> StepHook:
-        """The hook with its tables on ``device``: the HF sampler calls it once per decode with the model's device."""
-        ...
+        """The hook with its tables on ``device``: the HF sampler calls it once per decode with the model's device.
+
+        The default returns the hook itself (a hook without tensors).
+        """
+        return self
 
 
 @dataclass(frozen=True)

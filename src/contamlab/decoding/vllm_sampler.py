@@ -25,7 +25,8 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from contamlab.decoding.sampler import DecodeStats, StepFn, common_prefix, encode_prompts, trim_response
+from contamlab.decoding.sampler import DecodeStats, common_prefix, encode_prompts, trim_response
+from contamlab.decoding.strategy import StepHook
 from contamlab.decoding.vllm_processors import entropy_args, pop_entropy, processor_class
 from contamlab.errors import ContamlabError
 from contamlab.models.store import read_adapter
@@ -33,7 +34,7 @@ from contamlab.models.store import read_adapter
 WORKER_EXTENSION = "contamlab.decoding.vllm_processors.EntropyWorkerExtension"
 
 
-def strategy_extra_args(step_fn: StepFn | None, n_questions: int) -> list[dict[str, Any]]:
+def strategy_extra_args(step_fn: StepHook | None, n_questions: int) -> list[dict[str, Any]]:
     """A strategy's per-step hook as per-question vLLM ``extra_args`` (the hook's own ``vllm_args``).
 
     Args:
@@ -48,13 +49,13 @@ def strategy_extra_args(step_fn: StepFn | None, n_questions: int) -> list[dict[s
     """
     if step_fn is None:
         return [{} for _ in range(n_questions)]
-    vllm_args = getattr(step_fn, "vllm_args", None)
-    if vllm_args is None:
+    args = step_fn.vllm_args(n_questions)
+    if args is None:
         raise ContamlabError(
             f"sampler=vllm cannot run the step hook {step_fn!r}: vLLM applies strategies as logits processors "
             "(railcap, lne). Use sampler=hf for other strategies."
         )
-    return vllm_args(n_questions)
+    return args
 
 
 class VLLMSampler:
@@ -181,7 +182,7 @@ class VLLMSampler:
         m: int,
         temperature: float,
         seed: int,
-        step_fn: StepFn | None = None,
+        step_fn: StepHook | None = None,
         greedy: bool = False,
     ) -> list[list[list[int]]]:
         """:meth:`~contamlab.decoding.sampler.Sampler.decode` on the engine.
