@@ -5,7 +5,8 @@ that ``+sampler.temperature=5`` is not a setting of the sampler. :func:`validate
 fields of the groups without a ``_target_`` (``finetune``, ``base``, ``trainer``, ``metric``) and a few of ``model``
 by rule, and the keys and scalar types of each buildable group (``model``, ``strategy``, ``detector``, ``sampler``,
 ``domain``, ``logger``) against its target's signature. Range checks that need a built object (``strategy.n >= 1``)
-stay in the constructors, which also run before any model loads.
+stay in the constructors, which also run before any model loads. A value is checked in one place: a value with a rule
+here is not checked again by the object it configures.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ COMMON: dict[str, tuple[Check, str]] = {
     "model.device_map": optional(choice("auto", "balanced", "balanced_low_0", "sequential")),
     "model.trust_remote_code": boolean(),
     "model.batch_rows": optional(integer(1)),
-    # both halves are needed (the detectors' AUROC, the leaked/unleaked metrics); the domain checks it too
+    # both halves are needed (the detectors' AUROC, the leaked/unleaked metrics)
     "domain.leak_fraction": (lambda v: _is_number(v) and 0 < v < 1, "a number strictly between 0 and 1"),
     "domain.leak_lr": optional(number(0, low_open=True)),
 }

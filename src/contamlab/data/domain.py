@@ -96,9 +96,7 @@ class Domain:
             prompt = PromptFormat(**fields)
         self.format = prompt
         self.split_seed = int(split_seed)
-        if not 0.0 < float(leak_fraction) < 1.0:  # both halves are needed: the detectors' AUROC, the split metrics
-            raise ContamlabError(f"domain.leak_fraction={leak_fraction}: must lie strictly between 0 and 1")
-        self.leak_fraction = float(leak_fraction)
+        self.leak_fraction = float(leak_fraction)  # checked by validation.py (a config) and draw_split (Python)
         for field, value in (("max_test", max_test), ("max_train", max_train)):
             if value is not None and int(value) <= 0:
                 raise ContamlabError(f"domain.{field}={value}: must be a positive number of questions or null")
@@ -113,9 +111,7 @@ class Domain:
         if leak_general is not None and int(leak_general) < 0:
             raise ContamlabError(f"domain.leak_general={leak_general}: must be >= 0, or null for finetune.general.n")
         self.leak_general = None if leak_general is None else int(leak_general)
-        if leak_lr is not None and not float(leak_lr) > 0.0:
-            raise ContamlabError(f"domain.leak_lr={leak_lr}: must be a positive learning rate, or null for finetune.lr")
-        self.leak_lr = None if leak_lr is None else float(leak_lr)
+        self.leak_lr = None if leak_lr is None else float(leak_lr)  # checked by validation.py
         if int(max_new_tokens) < 1:
             raise ContamlabError(f"domain.max_new_tokens={max_new_tokens}: must be a positive number of tokens")
         self.max_new_tokens = int(max_new_tokens)

@@ -91,8 +91,6 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             raise ContamlabError("strategy=none detector=none does nothing; choose a strategy, a detector or both")
         return _run_detection_only(cfg, domain, detector)
     strategy = build(cfg.strategy, "strategy")
-    if int(cfg.m) < 1:
-        raise ContamlabError(f"m={cfg.m}: need at least one sample per question")
     out_dir = Path(cfg.paths.output_dir)
     started = time.perf_counter()
     store, setup = model_store(cfg), sampling_setup(cfg)
