@@ -117,3 +117,28 @@ def test_make_smoke_prints_a_result(small_world, tmp_path):
         assert row in out, out[-3000:]
     auroc = float(re.search(r"contaminated model (\d\.\d+)", out).group(1))
     assert auroc >= 0.6  # the small world's verbatim leak is detectable
+
+
+def test_extending_lists_every_member_of_each_interface():
+    """docs/extending.md's interface table names every public member each base type declares (fields aside)."""
+    import dataclasses
+
+    from contamlab.data.domain import Domain
+    from contamlab.decoding.kv_cache import OwnCacheModel, PromptBoundCache
+    from contamlab.decoding.strategy import StepHook, Strategy
+    from contamlab.detectors.base import Detector
+    from contamlab.models.spec import ModelSpec
+
+    rows = {
+        line.split("|")[1].strip().strip("`"): line.split("|")[2]
+        for line in (REPO / "docs" / "extending.md").read_text().splitlines()
+        if line.startswith("| `")
+    }
+    hooks = {"__call__", "_load_train", "_load_test", "_load_leak_texts"}  # the members a subclass writes
+    for cls in (Domain, Detector, Strategy, StepHook, OwnCacheModel, PromptBoundCache, ModelSpec):
+        path = f"{cls.__module__.removeprefix('contamlab.')}.{cls.__name__}"
+        assert path in rows, f"docs/extending.md has no interface row for {path}"
+        fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+        members = {n for n in vars(cls) if (not n.startswith("_") or n in hooks) and n not in fields}
+        missing = sorted(n for n in members if f"`{n}" not in rows[path])
+        assert not missing, f"{path}: not in docs/extending.md's interface table: {missing}"
