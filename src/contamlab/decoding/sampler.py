@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
@@ -112,6 +112,36 @@ class Prefilled:
     owner: torch.Tensor
     kv_held: int
     forward_s: float
+
+
+@dataclass
+class Rows:
+    """The per-row state of one decoding chunk, on the model's device; :meth:`keep` compacts every field at once.
+
+    Attributes:
+        mask: ``[R, S + T]`` attention mask: the prompt positions, then one column per generated token.
+        next_pos: ``[R]`` the position of each row's next token.
+        tokens: ``[R, T]`` the tokens generated so far, written one column per step (padding after a row ends).
+        owner_local: ``[R]`` each row's question within the chunk (what shared-KV attention reads).
+        owner_global: ``[R]`` each row's prompt in the caller's list (what the strategies' hooks read).
+        row_index: ``[R]`` each row's place in the chunk's output.
+        alive: ``[R]`` rows still generating.
+        entropy_sum: ``[R]`` float64 sum of each row's greedy entropies (LNE's mean entropy).
+    """
+
+    mask: torch.Tensor
+    next_pos: torch.Tensor
+    tokens: torch.Tensor
+    owner_local: torch.Tensor
+    owner_global: torch.Tensor
+    row_index: torch.Tensor
+    alive: torch.Tensor
+    entropy_sum: torch.Tensor
+
+    def keep(self, index: torch.Tensor) -> None:
+        """Keep only the rows ``index`` (``[R']``) in every field."""
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name)[index])
 
 
 class Sampler(Protocol):
@@ -406,64 +436,66 @@ class HFSampler:
 
         started = time.perf_counter()
         batch = self.prefill(prompts, m, owners)
-        logits, cache, shared, mask, next_pos = batch.logits, batch.cache, batch.shared, batch.mask, batch.next_pos
-        owner_local, forward_s, n_q = batch.owner, batch.forward_s, len(prompts)
+        logits, cache, shared, forward_s, n_q = batch.logits, batch.cache, batch.shared, batch.forward_s, len(prompts)
         n_rows = n_q * m
         # Every row's state lives on the model's device: the per-step hooks and the forward read it without copies.
         device = self.device
-        owner_global = torch.tensor(owners, device=device)[owner_local]  # [R] index into the caller's prompt list
-        row_index = torch.arange(n_rows, device=device)  # [R] position in the output
-        # Written in place, one column per step (no copy of the whole history per step); hooks see views.
-        tokens = torch.full((n_rows, self.max_new_tokens), self.pad_id, dtype=torch.long, device=device)  # [R, T]
-        n_seen = mask.shape[1]
-        ahead = torch.ones((n_rows, self.max_new_tokens), dtype=mask.dtype, device=device)  # [R, T]
-        mask = torch.cat([mask, ahead], dim=1)  # [R, S + T]
+        n_seen = batch.mask.shape[1]
+        ahead = torch.ones((n_rows, self.max_new_tokens), dtype=batch.mask.dtype, device=device)  # [R, T]
+        rows = Rows(
+            mask=torch.cat([batch.mask, ahead], dim=1),  # [R, S + T]
+            next_pos=batch.next_pos,
+            # written in place, one column per step (no copy of the whole history per step); hooks see views
+            tokens=torch.full((n_rows, self.max_new_tokens), self.pad_id, dtype=torch.long, device=device),
+            owner_local=batch.owner,
+            owner_global=torch.tensor(owners, device=device)[batch.owner],
+            row_index=torch.arange(n_rows, device=device),
+            alive=torch.ones(n_rows, dtype=torch.bool, device=device),
+            entropy_sum=torch.zeros(n_rows, dtype=torch.float64, device=device),
+        )
         results: list[list[int] | None] = [None] * n_rows
-        alive = torch.ones(n_rows, dtype=torch.bool, device=device)  # [R]
-        entropy_sum = torch.zeros(n_rows, dtype=torch.float64, device=device)  # [R] over the row's steps (LNE)
         entropy_out = [0.0] * n_rows
         n_generated = 0
         for step in range(self.max_new_tokens):
             logits = logits.float()
             if greedy:
                 logp = torch.log_softmax(logits, dim=-1)  # [R, V] raw logits, temperature 1
-                entropy_sum += -(logp.exp() * logp).sum(-1).double() * alive
+                rows.entropy_sum += -(logp.exp() * logp).sum(-1).double() * rows.alive
             if step_fn is not None:
-                logits = step_fn(logits, tokens[:, :step], owner_global)
+                logits = step_fn(logits, rows.tokens[:, :step], rows.owner_global)
             if greedy:
                 token = logits.argmax(dim=-1)  # [R]
             else:
                 probs = torch.softmax(logits / temperature, dim=-1)  # [R, V]
                 token = self._draw(probs, generator)  # [R]
-            token = torch.where(alive, token, torch.full_like(token, self.pad_id))
-            tokens[:, step] = token
-            generated = tokens[:, : step + 1]  # [R, t + 1]
-            n_generated += int(alive.sum())
-            finished = alive & (token == self.eos_id)
+            token = torch.where(rows.alive, token, torch.full_like(token, self.pad_id))
+            rows.tokens[:, step] = token
+            generated = rows.tokens[:, : step + 1]  # [R, t + 1]
+            n_generated += int(rows.alive.sum())
+            finished = rows.alive & (token == self.eos_id)
             if self.stop:
-                finished |= self._hit_stop(generated, alive & ~finished)
+                finished |= self._hit_stop(generated, rows.alive & ~finished)
             if step == self.max_new_tokens - 1:
-                finished |= alive
+                finished |= rows.alive
             for r in finished.nonzero().flatten().tolist():
-                results[int(row_index[r])] = self._trim(generated[r].tolist())
-                entropy_out[int(row_index[r])] = float(entropy_sum[r]) / (step + 1)
-            alive &= ~finished
-            if not alive.any():
+                results[int(rows.row_index[r])] = self._trim(generated[r].tolist())
+                entropy_out[int(rows.row_index[r])] = float(rows.entropy_sum[r]) / (step + 1)
+            rows.alive &= ~finished
+            if not rows.alive.any():
                 break
-            if (~alive).sum() >= max(1, int(self.compact_fraction * alive.numel())):
-                keep = alive.nonzero().flatten()  # [R']
+            if (~rows.alive).sum() >= max(1, int(self.compact_fraction * rows.alive.numel())):
+                keep = rows.alive.nonzero().flatten()  # [R']
+                rows.keep(keep)
                 cache.batch_select_indices(keep)
-                mask, next_pos, tokens = mask[keep], next_pos[keep], tokens[keep]
-                owner_global, row_index, alive = owner_global[keep], row_index[keep], alive[keep]
-                entropy_sum = entropy_sum[keep]
                 token = token[keep]
                 if shared is not None:
-                    owner_local = owner_local[keep]
-                    shared.set_owner(owner_local)
+                    shared.set_owner(rows.owner_local)
             t0 = time.perf_counter()
-            logits = self._forward(token[:, None], next_pos[:, None], cache, mask[:, : n_seen + step + 1], shared)
+            logits = self._forward(
+                token[:, None], rows.next_pos[:, None], cache, rows.mask[:, : n_seen + step + 1], shared
+            )
             forward_s += time.perf_counter() - t0  # logits: [R, V]
-            next_pos = next_pos + 1
+            rows.next_pos = rows.next_pos + 1
         kv_held = batch.kv_held + cache_bytes(cache)
         self.stats.peak_kv_bytes = max(self.stats.peak_kv_bytes, kv_held)
         self.stats.generated_tokens += n_generated
