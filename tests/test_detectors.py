@@ -139,6 +139,23 @@ def test_score_from_returns_the_tail_against_direct(tok, model):
         np.testing.assert_allclose(st.logprobs, lp[first - 1 :], atol=1e-4)
 
 
+def test_shared_prefix_pass_equals_the_full_pass(tok, model):
+    # ReCaLL's shape: one prefix before every item; its KV is computed once and the items go on from it.
+    prefix = tok(TEXTS[4])["input_ids"]
+    items = [tok(t, add_special_tokens=False)["input_ids"] for t in TEXTS[:4]]
+    seqs = [prefix + item for item in items]
+    firsts = [len(prefix)] * len(seqs)  # score the items only
+    full = scoring.score_sequences(model, seqs, tok.pad_token_id, batch_tokens=64, score_from=firsts)
+    shared = scoring.score_sequences(
+        model, seqs, tok.pad_token_id, batch_tokens=64, score_from=firsts, share_prefix=True
+    )
+    for seq, a, b in zip(seqs, full, shared):
+        assert len(a.logprobs) == len(b.logprobs) == len(seq) - len(prefix)
+        np.testing.assert_allclose(b.logprobs, a.logprobs, atol=1e-4)
+        lp, _, _ = _direct_logprobs(model, seq)  # and the one-sequence reference
+        np.testing.assert_allclose(b.logprobs, lp[len(prefix) - 1 :], atol=1e-4)
+
+
 def test_fallback_path_matches_chunked_head(tok, model, monkeypatch):
     seqs = [tok(t)["input_ids"] for t in TEXTS[:4]]
     chunked = scoring.score_sequences(model, seqs, tok.pad_token_id)

@@ -127,6 +127,7 @@ class ReCaLLDetector(Detector):
             progress=ctx.progress,
             desc="recall",
             score_from=[len(ids) - max(n, 0) for ids, n in zip(joined, lengths)],
+            share_prefix=True,  # the same non-member prefix before every item: its KV is computed once
         )
         scores = []
         for p, st, n_target in zip(plain, stats, lengths):

@@ -10,6 +10,7 @@ vocabulary-wide mean and standard deviation of log p at every position are retur
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from contamlab.decoding.sampler import common_prefix
 from contamlab.errors import ContamlabError
 from contamlab.models.padding import pad_batch
 
@@ -92,6 +94,7 @@ def score_sequences(
     progress: bool = False,
     desc: str = "log-probs",
     score_from: Sequence[int] | None = None,
+    share_prefix: bool = False,
 ) -> list[TokenStats]:
     """Per-token log-probs (and optionally vocabulary moments) of token-id sequences.
 
@@ -110,6 +113,10 @@ def score_sequences(
         desc: Its label.
         score_from: Per sequence, the index of the first token whose log-prob is returned (default 1: every token
             after the first). Sequence i then gets ``len(ids_i) - score_from[i]`` values, those of its last tokens.
+        share_prefix: Run the token prefix common to every sequence once and reuse its KV cache for every batch
+            (ReCaLL's prefix: the same non-member texts before each item). The prefix stops before the first scored
+            position; models without a plain head ignore it. The log-probs equal the full pass's up to float
+            rounding.
 
     Returns:
         One :class:`TokenStats` per sequence, in input order; sequences shorter than 2 ids get empty arrays.
@@ -124,6 +131,15 @@ def score_sequences(
     plain = _plain(model)
     out: list[TokenStats | None] = [None] * len(sequences)
     lengths = [len(s) for s in sequences]
+    n_shared, prefix_cache = 0, None
+    if share_prefix and plain is not None and sequences:
+        n_shared = min(common_prefix(sequences), min(firsts) - 1, min(lengths) - 1)
+        if n_shared > 0:
+            from transformers import DynamicCache
+
+            prefix_cache = DynamicCache(config=plain[0].config)
+            prefix = torch.tensor([list(sequences[0][:n_shared])], device=device)  # [1, P]
+            plain[0](input_ids=prefix, cache=prefix_cache, use_cache=True)
     bar = tqdm(total=sum(lengths), desc=desc, unit="tok", disable=not progress)
     for batch in length_batches(lengths, batch_tokens):
         counts = [max(lengths[i] - firsts[i], 0) for i in batch]  # scored tokens per row
@@ -134,7 +150,17 @@ def score_sequences(
             bar.update(sum(lengths[i] for i in batch))
             continue
         ids, mask = pad_batch([sequences[i] for i in batch], pad_id, device=device)  # [B, T] each
-        if plain is not None:
+        offset = 0  # the first position ``hidden`` holds
+        if prefix_cache is not None:  # the rows go on from the shared prefix: positions P.. of each sequence
+            decoder, project = plain
+            cache = copy.deepcopy(prefix_cache)
+            cache.batch_repeat_interleave(len(batch))  # [1, H, P, D] -> [B, H, P, D] per layer
+            full_mask = torch.cat([mask.new_ones((len(batch), n_shared)), mask[:, n_shared:]], dim=1)  # [B, T]
+            hidden = decoder(  # [B, T - P, H]: positions P.. (only positions >= P are scored)
+                input_ids=ids[:, n_shared:], attention_mask=full_mask, cache=cache, use_cache=True
+            ).last_hidden_state
+            offset = n_shared
+        elif plain is not None:
             decoder, project = plain
             hidden = decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state  # [B, T, H]
         else:
@@ -144,7 +170,7 @@ def score_sequences(
         rows = torch.cat([torch.full((c,), r, dtype=torch.long) for r, c in enumerate(counts)]).to(device)  # [N]
         pos = [torch.arange(lengths[i] - c - 1, lengths[i] - 1) for i, c in zip(batch, counts)]
         pos = torch.cat(pos).to(device)  # [N]
-        packed = hidden[rows, pos]  # [N, H] (or [N, V] without a plain head)
+        packed = hidden[rows, pos - offset]  # [N, H] (or [N, V] without a plain head)
         targets = ids[rows, pos + 1]  # [N]
         vocab = project.weight.shape[0] if project is not None else hidden.shape[-1]
         step = max(1, logit_elements // vocab)
