@@ -182,9 +182,10 @@ def score_sequences(
             lp.append(logp.gather(-1, targets[start : start + step, None]).squeeze(-1))  # [c]
             if moments:
                 p = logp.exp()  # [c, V]
-                m1 = (p * logp).sum(-1)  # [c]
-                # Centred second moment: E[log p^2] - mu^2 cancels catastrophically in float32.
-                var = (p * (logp - m1.unsqueeze(-1)).square()).sum(-1)  # [c]
+                m1 = torch.linalg.vecdot(p, logp)  # [c]: a reduction without a [c, V] temporary
+                # Centred second moment: E[log p^2] - mu^2 cancels catastrophically in float32. In place on logp,
+                # which is not read again: a [c, V] pass is memory-bound, and a 262k vocabulary makes each one count.
+                var = torch.linalg.vecdot(p, logp.sub_(m1.unsqueeze(-1)).square_())  # [c]
                 mu.append(m1)
                 sd.append(var.sqrt().clamp_min(1e-6))
         splits = np.cumsum(counts)[:-1]
