@@ -1,8 +1,7 @@
 """Deterministic generator of synthetic grade-school arithmetic word problems in GSM8K format.
 
 The data of the offline "default world": a tiny GPT-NeoX trained from scratch on CPU learns these problems
-well enough that its solve probabilities spread over [0, 1] (docs/world.md; the study that found the recipe:
-docs/history.md).
+well enough that its solve probabilities spread over [0, 1] (docs/world.md, with why the recipe is what it is).
 
 Four problem families, each with ``k`` in 1..4 operations and a difficulty level in 1..3:
 

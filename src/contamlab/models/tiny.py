@@ -1,7 +1,7 @@
 """The tiny world's model: a GPT-NeoX (Pythia architecture) from a config, and a BPE tokenizer trained on the domain.
 
 Digits are split into single tokens before byte-level BPE, so numbers are spelled digit by digit: the study that
-preceded the default world (docs/history.md) found that this lets a ~1M-parameter model learn arithmetic.
+preceded the default world (docs/world.md, "What it is") found that this lets a ~1M-parameter model learn arithmetic.
 """
 
 from __future__ import annotations
