@@ -1,8 +1,11 @@
-"""Every make target the README names exists and expands; the short ones run (a refactor cannot break one silently).
+"""Every make target the README and docs/ name exists and expands; the short ones run (a refactor cannot break one
+silently).
 
-``make -n`` prints a target's commands without running them: it catches a removed target, a broken variable and
-a recipe that names a missing script. The pieces a real run would reach first run for real here (``make help``,
-the SmolLM2 directory lookup that ``make smollm2-run`` starts with); the whole ``smollm2-run`` runs in the slow tier.
+This module is the one place that checks the documentation's make targets: ``NAMED`` parses every ``make <target>``
+of README.md and docs/ (their code blocks and inline code), and one parametrized test checks each. ``make -n`` prints
+a target's commands without running them: it catches a removed target, a broken variable and a recipe that names a
+missing script. The pieces a real run would reach first run for real here (``make help``, the SmolLM2 directory
+lookup that ``make smollm2-run`` starts with); the whole ``smollm2-run`` runs in the slow tier.
 """
 
 import json
@@ -15,11 +18,30 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-README = (REPO / "README.md").read_text()
-# A target is named in the README as `make <target>` (with or without variables after it), or run in a code block.
-NAMED = sorted(
-    set(re.findall(r"`make ([a-z][a-z0-9-]*)", README)) | set(re.findall(r"^make ([a-z][a-z0-9-]*)", README, re.M))
-)
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+FENCE = re.compile(r"^ *```[^\n]*\n(.*?)^ *```", flags=re.S | re.M)
+# `make` as a command: at the start of a line or after a shell separator, options and VAR=value before the target
+# (`make reproduce ARITH=arith_v1`, `make -n test`, `CONTAMLAB_TEST_PREWARM=0 make test`); prose ("make the model
+# fail") is outside code or in a shell comment, and is not read.
+MAKE = re.compile(r"(?:^|[\s;&|(])make\s+(?:-[-\w]+\s+|[A-Z_]+=\S*\s+)*([a-z][a-z0-9_-]*)", flags=re.M)
+
+
+def _code(text: str) -> list[str]:
+    """A Markdown page's code: its fenced blocks less their shell comments, then the inline code spans of the rest."""
+    blocks = [re.sub(r"(^|\s)#.*", "", block, flags=re.M) for block in FENCE.findall(text)]
+    return blocks + re.findall(r"`([^`\n]+)`", FENCE.sub("", text))
+
+
+def named_targets(pages: list[Path]) -> dict[str, list[str]]:
+    """Every make target the pages' code names -> the pages that name it (relative to the repository)."""
+    named: dict[str, list[str]] = {}
+    for page in pages:
+        for target in {t for piece in _code(page.read_text()) for t in MAKE.findall(piece)}:
+            named.setdefault(target, []).append(str(page.relative_to(REPO)))
+    return dict(sorted(named.items()))
+
+
+NAMED = named_targets(PAGES)
 DEFINED = set(re.findall(r"^([a-z][a-z0-9_-]*):", (REPO / "Makefile").read_text(), flags=re.M))
 
 
@@ -28,26 +50,33 @@ def _make(*args: str, timeout: int = 60) -> subprocess.CompletedProcess:
     return subprocess.run(["make", "-C", str(REPO), *args], capture_output=True, text=True, timeout=timeout)
 
 
-def test_the_readme_names_make_targets():
-    assert {"install", "smoke", "test", "reproduce", "calibrate"} <= set(NAMED)
+def test_the_parser_finds_the_targets_the_docs_name():
+    readme = {t for t, pages in NAMED.items() if "README.md" in pages}
+    assert {"install", "smoke", "test", "reproduce", "calibrate", "meta-audit"} <= readme
+    assert {"install-vllm", "real-audit", "reproduce-paper", "wandb-report"} <= set(NAMED)  # named in docs/ only
+    # commands in code blocks and inline code, with options and variables before the target; never prose
+    page = "```bash\nmake smoke   # prose: make sure\nCI=1 make -n test-slow\n```\nTo make the model fail, `make lint`."
+    assert sorted({t for piece in _code(page) for t in MAKE.findall(piece)}) == ["lint", "smoke", "test-slow"]
 
 
 @pytest.mark.parametrize("target", NAMED)
-def test_every_target_the_readme_names_exists_and_expands(target):
-    assert target in DEFINED, f"README names `make {target}`, the Makefile has no such target"
+def test_every_target_the_docs_name_exists_and_expands(target):
+    where = ", ".join(NAMED[target])
+    assert target in DEFINED, f"{where} name `make {target}`, the Makefile has no such target"
     done = _make("-n", target)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, f"make -n {target} (named in {where}): {done.stderr}"
     # every script a recipe runs is in the repository
     for script in re.findall(r"\b((?:scripts|benchmarks)/[\w/]+\.py|[\w]+\.py)\b", done.stdout):
         if "/" in script or script in ("train.py", "evaluate.py", "audit.py"):
             assert (REPO / script).is_file(), f"make {target} runs {script}, which does not exist"
 
 
-def test_make_help_lists_the_targets():
-    done = _make("help")
+def test_make_help_lists_every_target_the_docs_name():
+    done = _make("-s", "--no-print-directory", "help")
     assert done.returncode == 0, done.stderr
-    for target in ("test", "reproduce", "smollm2-run", "install"):
-        assert target in done.stdout
+    listed = {re.sub(r"\x1b\[[0-9;]*m", "", line).split()[0] for line in done.stdout.splitlines() if line.strip()}
+    assert {"test", "reproduce", "smollm2-run", "install"} <= listed
+    assert set(NAMED) <= listed, {t: NAMED[t] for t in set(NAMED) - listed}
 
 
 def test_smollm2_run_short_form_expands_with_the_variables():

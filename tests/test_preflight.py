@@ -7,7 +7,6 @@ trained model, so a job that got past its checks would fail later with another m
 import json
 import os
 import sys
-import time
 
 import prewarmed
 import pytest
@@ -24,18 +23,17 @@ def _run(script: str, tmp, *overrides: str, env: dict | None = None, multirun: b
     args = [sys.executable, str(REPO / script), *(["-m"] if multirun else []), *overrides]
     run_dir = f"hydra.sweep.dir={tmp / 'sweep'}" if multirun else f"hydra.run.dir={tmp / 'run'}"
     args += [run_dir, f"paths.models_dir={tmp / 'models'}", f"paths.cache_dir={tmp / 'cache'}"]
-    started = time.perf_counter()
-    done = prewarmed.run(args, cwd=tmp, capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
-    return done, time.perf_counter() - started
+    return prewarmed.run(args, cwd=tmp, capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
 
 
-def _one_line_error(done, elapsed, tmp, message: str) -> None:
+def _one_line_error(done, tmp, message: str) -> None:
     lines = [line for line in done.stderr.splitlines() if line.strip() and "contamlab: error:" in line]
     assert done.returncode == 2, done.stdout + done.stderr
     assert len(lines) == 1 and message in lines[0], done.stderr
     assert "Traceback" not in done.stdout + done.stderr
-    assert elapsed < 15, elapsed
-    assert not (tmp / "models").exists() and not (tmp / "cache" / "samples").exists(), "something was computed"
+    # "before any model loads" is read off what was written, not off the wall clock (benchmarks/latency.py times how
+    # soon the line comes): no model trained, no sample, no packaged model (SmolLM2) converted into the cache
+    assert not (tmp / "models").exists() and not (tmp / "cache").exists(), "something was computed"
 
 
 CASES = [
@@ -73,13 +71,13 @@ def test_machine_and_value_checks_come_first(tmp_path, script, overrides, env, m
     home = {"HOME": str(tmp_path), "WANDB_API_KEY": "", "HF_HOME": str(tmp_path / "hf")}  # no netrc, no HF cache
     home.update({name: "" for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY")})
     tiny = [] if any(o.startswith(("model=", "domain=")) for o in overrides) else TINY
-    done, elapsed = _run(script, tmp_path, *tiny, "logger=csv", *overrides, env={**home, **env})
-    _one_line_error(done, elapsed, tmp_path, message)
+    done = _run(script, tmp_path, *tiny, "logger=csv", *overrides, env={**home, **env})
+    _one_line_error(done, tmp_path, message)
 
 
 def test_slurm_launcher_without_slurm(tmp_path):
-    done, elapsed = _run("evaluate.py", tmp_path, *TINY, "hydra/launcher=submitit_slurm", "seed=0,1", multirun=True)
-    _one_line_error(done, elapsed, tmp_path, "hydra/launcher=submitit_slurm: Slurm (sbatch, srun) is not on")
+    done = _run("evaluate.py", tmp_path, *TINY, "hydra/launcher=submitit_slurm", "seed=0,1", multirun=True)
+    _one_line_error(done, tmp_path, "hydra/launcher=submitit_slurm: Slurm (sbatch, srun) is not on")
 
 
 def _gsm8k_dir(tmp_path, test_bytes: bytes):
@@ -107,7 +105,7 @@ def test_bad_data_file_is_reported_before_any_model_loads(tmp_path, case, conten
     if content is None:
         (root / "gsm8k" / "test.jsonl").unlink()
     # model=smollm2 would convert and load SmolLM2 (tens of seconds) if the data check came after it
-    done, elapsed = _run(
+    done = _run(
         "evaluate.py",
         tmp_path,
         "model=smollm2",
@@ -116,11 +114,11 @@ def test_bad_data_file_is_reported_before_any_model_loads(tmp_path, case, conten
         "logger=csv",
         env={"CONTAMLAB_DATA_DIR": str(root)},
     )
-    _one_line_error(done, elapsed, tmp_path, message)
+    _one_line_error(done, tmp_path, message)
 
 
 def test_m_1_warns_that_only_g_ap_is_meaningful(tmp_path):
-    done, _ = _run("evaluate.py", tmp_path, *TINY, "m=1", "strategy=railcap")
+    done = _run("evaluate.py", tmp_path, *TINY, "m=1", "strategy=railcap")
     assert "m=1: one sample per question" in done.stdout + done.stderr
     assert "only G-AP" in done.stdout + done.stderr
 

@@ -41,11 +41,12 @@ def test_first_run_writes_all_stages(trained):
 
 def test_rerun_skips_finished_stages(trained):
     tmp, _, _ = trained
-    t0 = time.perf_counter()
+    before = {p: p.stat().st_mtime_ns for p in (tmp / "models").rglob("model.safetensors")}
     result = train(tmp, tag="again")
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("done already") == 3, result.stdout
-    assert time.perf_counter() - t0 < 60
+    # nothing was trained again: every stage's weights are the first run's files (benchmarks/latency.py times a rerun)
+    assert {p: p.stat().st_mtime_ns for p in (tmp / "models").rglob("model.safetensors")} == before
 
 
 def test_paraphrase_domain_shares_base_and_clean(trained):

@@ -2,7 +2,6 @@
 
 import re
 import sys
-import time
 
 import prewarmed
 import pytest
@@ -29,16 +28,13 @@ BAD_EVALUATE = [
 def test_bad_value_stops_before_any_model_loads(trained, tmp_path, override, message):
     tmp, _, _ = trained
     cache = tmp_path / "cache"  # a model that loads writes its greedy pass here first
-    started = time.perf_counter()
     result = evaluate(tmp, "strategy=railcap", override, f"paths.cache_dir={cache}", tag="bad-value")
-    elapsed = time.perf_counter() - started
     assert result.returncode == 2, result.stdout + result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("contamlab: error: ") and message in lines[0], result.stderr
     assert "Traceback" not in result.stdout + result.stderr
+    # read off what was written, not off the wall clock (benchmarks/latency.py times how soon the line comes)
     assert not cache.exists(), "a model was loaded and sampled before the error"
-    if override.split("=")[0] in ("temperature", "m", "seed", "chunk_questions"):
-        assert elapsed < 10, elapsed  # reported before torch is even imported (~1 s; the job imports take ~5 s)
 
 
 def test_bad_train_value_is_one_line(tmp_path):

@@ -340,6 +340,20 @@ class BenBenchDetector(Detector):
             },
         )
 
+    def audit_readings(
+        self, out: DetectorOutput, references: Sequence[DetectorOutput], settings: V.Settings
+    ) -> tuple[list[V.Verdict], dict[str, Any]]:
+        """Δ of answer PPL and of the shortest n-gram accuracy (against the references' Δ), and δ_train-test."""
+        found = []
+        for metric in ("ppl", f"ngram_{min(self.ngram)}"):
+            test = pair_on_test(out, metric)
+            found.append(V.benbench_delta_test(metric, test, [pair_on_test(r, metric) for r in references], settings))
+            train = pair_on_train(out, metric)
+            if train is not None:
+                found.append(V.delta_train_test(metric, train, test, settings))
+        keys = ("summary", "instance_flags", "evidence", "references")
+        return found, {k: out.extra.get(k) for k in keys}
+
 
 def is_metric(key: str) -> bool:
     """Whether a key of :meth:`BenBenchDetector.metrics` is an averaged metric (not a flag or the evidence)."""
@@ -385,17 +399,3 @@ def _summarise(ori: dict[str, np.ndarray], refs: list[dict[str, np.ndarray]], ma
         m_ref = float(np.mean(ref_means)) if ref_means else None
         out[metric] = {"ori": m_ori, "ref": m_ref, "delta": relative_delta(metric, m_ori, m_ref)}
     return out
-
-    def audit_readings(
-        self, out: DetectorOutput, references: Sequence[DetectorOutput], settings: V.Settings
-    ) -> tuple[list[V.Verdict], dict[str, Any]]:
-        """Δ of answer PPL and of the shortest n-gram accuracy (against the references' Δ), and δ_train-test."""
-        found = []
-        for metric in ("ppl", f"ngram_{min(self.ngram)}"):
-            test = pair_on_test(out, metric)
-            found.append(V.benbench_delta_test(metric, test, [pair_on_test(r, metric) for r in references], settings))
-            train = pair_on_train(out, metric)
-            if train is not None:
-                found.append(V.delta_train_test(metric, train, test, settings))
-        keys = ("summary", "instance_flags", "evidence", "references")
-        return found, {k: out.extra.get(k) for k in keys}
