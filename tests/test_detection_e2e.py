@@ -1,10 +1,15 @@
-"""The real evaluate.py with strategy=none and a detector, on the tiny trained world."""
+"""Detection jobs (strategy=none and a detector) on the tiny trained world.
+
+Every detector runs in-process (:mod:`jobs`: the config evaluate.py composes, validated, then the job's ``run``);
+one detector also runs through the real evaluate.py process, for what a process adds.
+"""
 
 import csv
 import json
 
 import pytest
 from e2e import evaluate
+from jobs import run_evaluate
 
 from contamlab.analysis.detectors import detector_table
 
@@ -25,11 +30,9 @@ from contamlab.analysis.detectors import detector_table
 )
 def test_detection_only_job(trained, detector, extra):
     tmp, _, _ = trained
-    tag = f"detect-{detector}"
-    result = evaluate(tmp, "strategy=none", f"detector={detector}", *extra, tag=tag)
-    assert result.returncode == 0, result.stdout + result.stderr
-    out = tmp / "runs" / tag
-    results = json.loads((out / "results.json").read_text())
+    out = tmp / "runs" / f"detect-{detector}"
+    results = run_evaluate(tmp, out, "strategy=none", f"detector={detector}", *extra)
+    assert json.loads((out / "results.json").read_text())["detection"] == json.loads(json.dumps(results["detection"]))
     det = results["detection"]
     assert det["detector"]["name"] == detector
     assert det["counts"] == {**det["counts"], "questions": 20, "leaked": 10, "unleaked": 10}
@@ -50,10 +53,19 @@ def test_detection_only_job(trained, detector, extra):
     assert len(rows) == 20 and {"id", "leaked", "score_contaminated", "score_clean"} <= set(rows[0])
     assert f"| {detector} | tiny | arith |" in detector_table([results])
     # a second run reads the cached scores
-    again = evaluate(tmp, "strategy=none", f"detector={detector}", *extra, tag=tag + "-again")
-    assert again.returncode == 0, again.stderr
-    cached = json.loads((tmp / "runs" / (tag + "-again") / "results.json").read_text())["detection"]
+    cached = run_evaluate(tmp, out.with_name(out.name + "-again"), "strategy=none", f"detector={detector}", *extra)
+    cached = cached["detection"]
     assert cached["contaminated"]["cached"] and cached["contaminated"]["auroc"] == det["contaminated"]["auroc"]
+
+
+def test_detection_through_the_entry_point(trained):
+    """The real evaluate.py process: its exit status, and the same results.json the in-process job writes."""
+    tmp, _, _ = trained
+    result = evaluate(tmp, "strategy=none", "detector=zlib", tag="detect-process")
+    assert result.returncode == 0, result.stdout + result.stderr
+    det = json.loads((tmp / "runs" / "detect-process" / "results.json").read_text())["detection"]
+    assert det["detector"]["name"] == "zlib" and det["counts"]["questions"] == 20
+    assert det["contaminated"]["auroc"] is not None
 
 
 def test_detector_with_strategy_adds_detection(trained):
