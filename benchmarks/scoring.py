@@ -11,7 +11,9 @@ On the real-LM world's test problems (``experiment=real_world``), scored by
 - **target only** (CoDeC's shape: one context sample, then the target): projecting every position onto the
   vocabulary and slicing the target's log-probs, against projecting the target's positions only (``score_from``);
 - **shared prefix** (ReCaLL's shape: the same three non-member texts before every item): the full pass against the
-  prefix's KV computed once (``share_prefix``), both projecting the item's positions only.
+  prefix's KV computed once (``share_prefix``), both projecting the item's positions only;
+- **merged adapter** (with ``--adapter <a trained LoRA stage directory>``, e.g. the real-LM world's contaminated
+  model): the loss pass through the peft model as loaded against its adapter folded into the base weights.
 
 Each row gives the seconds of both variants, the ratio, and the largest log-prob difference between them. Writes
 ``benchmarks/results/scoring-<model>.json``.
@@ -55,6 +57,7 @@ def main() -> None:
     parser.add_argument("--model", choices=("smollm2", "gemma3"), default="smollm2")
     parser.add_argument("--items", type=int, default=40, help="test problems scored per variant")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--adapter", help="a LoRA stage directory of --model (adds the merged-adapter row)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     from contamlab.jobs.common import library_output, model_store
@@ -111,6 +114,15 @@ def main() -> None:
         lambda: score_sequences(model, recall, pad, score_from=firsts),
         lambda: score_sequences(model, recall, pad, score_from=firsts, share_prefix=True),
     )
+    if args.adapter:
+        adapted = load_causal_lm(args.adapter, "float32")
+        merged = load_causal_lm(args.adapter, "float32", merge=True)
+        score_sequences(merged, plain[:4], pad)  # warm-up
+        row(
+            "LoRA adapter: as loaded / merged",
+            lambda: score_sequences(adapted, plain, pad, moments=True),
+            lambda: score_sequences(merged, plain, pad, moments=True),
+        )
     out = Path(__file__).parent / "results" / f"scoring-{args.model}.json"
     atomic_write_json(
         out,

@@ -41,6 +41,34 @@ def test_tiny_model_save_load(tmp_path):
     assert loaded_tok.pad_token_id == 1
 
 
+def test_an_adapter_merged_for_inference_gives_the_adapters_logits(tmp_path):
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    tok = train_tokenizer(TEXTS, 300)
+    base = build_tiny_model(len(tok), hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, seed=3)
+    base.save_pretrained(tmp_path / "base")
+    tok.save_pretrained(tmp_path / "base")
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["query_key_value", "dense_4h_to_h"], task_type="CAUSAL_LM")
+    adapted = get_peft_model(base, lora)
+    torch.manual_seed(0)
+    for name, p in adapted.named_parameters():
+        if "lora_B" in name:  # B starts at zero; a trained adapter's is not
+            torch.nn.init.normal_(p, std=0.5)
+    adapted.save_pretrained(tmp_path / "adapter")
+    ids = torch.tensor([tok(TEXTS[0])["input_ids"]])
+    with torch.no_grad():
+        want = adapted.eval()(ids).logits
+        kept = load_causal_lm(tmp_path / "adapter", base=tmp_path / "base")
+        merged = load_causal_lm(tmp_path / "adapter", base=tmp_path / "base", merge=True)
+        assert isinstance(kept, PeftModel) and not isinstance(merged, PeftModel)
+        plain = load_causal_lm(tmp_path / "base")  # get_peft_model wrapped ``base`` itself
+        assert not torch.allclose(want, plain(ids).logits, atol=1e-3)  # the adapter changes the model
+        assert torch.allclose(kept(ids).logits, want, atol=1e-5)
+        assert torch.allclose(merged(ids).logits, want, atol=1e-5)
+    bf16 = load_causal_lm(tmp_path / "adapter", dtype="bfloat16", base=tmp_path / "base", merge=True)
+    assert isinstance(bf16, PeftModel)  # a low-precision weight keeps its adapter separate
+
+
 def test_missing_directory_and_unknown_hub_id_offline(tmp_path):
     with pytest.raises(ContamlabError, match="not found"):
         load_causal_lm(str(tmp_path / "nope" / "model"))

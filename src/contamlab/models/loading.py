@@ -68,6 +68,7 @@ def load_causal_lm(
     base: str | Path | None = None,
     device: str | torch.device = "cpu",
     device_map: str | None = None,
+    merge: bool = False,
 ) -> PreTrainedModel:
     """Load a causal LM for inference (``eval()`` mode) on ``device``.
 
@@ -79,6 +80,10 @@ def load_causal_lm(
         base: For an adapter directory, the base model to apply it to (default: the adapter's own record).
         device: Where the weights go (a resolved device: :func:`contamlab.models.placement.resolve_device`).
         device_map: accelerate's device map (``auto`` spreads a model over every GPU); ``device`` is then ignored.
+        merge: For an adapter in float32, fold its weights into the base's (``merge_and_unload``): the same function
+            up to float rounding, without the adapter's extra matmuls and Python layers at every forward. Training
+            keeps the adapter separate; in bf16 or fp16 it stays separate too, because a small weight update rounds
+            away when added to a low-precision weight.
 
     Raises:
         ContamlabError: unknown id, missing directory, or the hub unreachable while offline.
@@ -94,7 +99,10 @@ def load_causal_lm(
             raise ContamlabError(f"{path}: adapter has no base_model_name_or_path; pass the base model explicitly")
         model = load_causal_lm(base_source, dtype, trust_remote_code, revision, device=device, device_map=device_map)
         # the adapter's weights load onto the base's devices (peft follows the base's device map)
-        return PeftModel.from_pretrained(model, str(path)).eval()
+        model = PeftModel.from_pretrained(model, str(path))
+        if merge and torch_dtype == torch.float32:
+            model = model.merge_and_unload()
+        return model.eval()
     if looks_like_path(str(source)) and not path.is_dir():
         raise ContamlabError(f"model directory {path} not found (train it first with train.py, or fix the path)")
     from transformers import AutoModelForCausalLM

@@ -170,6 +170,7 @@ class ModelStore:
             self.revision,
             device=place.device,
             device_map=place.device_map,
+            merge=True,  # inference only: an fp32 adapter folded into the base weights
         )
 
     def load_tokenizer(self, source: str):
