@@ -95,6 +95,8 @@ def _separates(entry: dict[str, Any] | None) -> bool | None:
 def detections(results: Sequence[tuple[Path, dict[str, Any]]]) -> dict[tuple[str, str, str], dict[str, list]]:
     """Per (model, domain, detector), each seed's (scores, leaked) on the contaminated and the clean model.
 
+    The seeds are in order (the per-seed table's order).
+
     Every job of a grid carries its detection; one per (model, domain, detector, seed) is kept (the newest).
     """
     found: dict[tuple[str, str, str], dict[str, list]] = defaultdict(lambda: {"contaminated": [], "clean": []})
@@ -112,8 +114,15 @@ def detections(results: Sequence[tuple[Path, dict[str, Any]]]) -> dict[tuple[str
             continue
         seen.add((*key, cfg.get("seed")))
         for which in ("contaminated", "clean"):
-            found[key][which].append((data[which], data["leaked"]))
-    return found
+            found[key][which].append((cfg.get("seed"), data[which], data["leaked"]))
+    # each list in seed order (the per-seed table's order), then without the seeds
+    return {
+        key: {
+            which: [(scores, leaked) for _, scores, leaked in sorted(runs, key=lambda r: (r[0] is None, r[0] or 0))]
+            for which, runs in v.items()
+        }
+        for key, v in found.items()
+    }
 
 
 def detection_table(found: dict, tiny: dict | None = None) -> str:
