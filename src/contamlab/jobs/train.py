@@ -219,9 +219,7 @@ def _prepare(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str) -> 
     tokenizer = load_tokenizer(parent)
     model = _load_trainable(cfg, parent, stage)
     dataset = ExampleDataset(examples, tokenizer, int(ft.max_length), ft.loss_on)
-    micro, global_batch = int(ft.micro_batch), int(ft.global_batch)
-    if global_batch % micro:
-        raise ContamlabError(f"finetune.global_batch={global_batch} must be a multiple of micro_batch={micro}")
+    micro, global_batch = int(ft.micro_batch), int(ft.global_batch)  # a multiple of micro: validation.py checks it
     accumulate = global_batch // micro
     steps_per_epoch = -(-len(dataset) // global_batch)
     total = steps_per_epoch * (int(ft.epochs) if stage == "clean" else contaminated_epochs(cfg, domain))
@@ -240,13 +238,11 @@ def _load_trainable(cfg: DictConfig, parent: str, stage: str):
     """The parent model made trainable: full weights, a new LoRA adapter (clean) or the clean one (contaminated)."""
     ft = cfg.finetune
     dtype = "float32"  # train in fp32 master weights; Lightning's precision plugin handles bf16 autocast
-    if ft.peft == "none":
+    if ft.peft == "none":  # else lora: validation.py admits these two
         model = load_causal_lm(parent, dtype, bool(cfg.model.trust_remote_code))
         if read_adapter(parent) is not None:
             model = model.merge_and_unload()
         return model.train()
-    if ft.peft != "lora":
-        raise ContamlabError(f"finetune.peft={ft.peft!r}: use lora or none")
     from peft import LoraConfig, PeftModel, get_peft_model
 
     adapter = read_adapter(parent)
