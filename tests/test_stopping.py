@@ -47,8 +47,18 @@ def test_sigterm_raises_stopped_inside_the_block_only():
 def _start(tmp: Path, script: str, *overrides: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     args = [sys.executable, str(REPO / script), *overrides]
-    # stdout (Hydra's log) and stderr (the stop message) in one stream, in the order they were written
-    return subprocess.Popen(args, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # stdout (Hydra's log) and stderr (the stop message) in one stream, in the order they were written. SIGINT back
+    # to its default in the child: a suite started in the background of a non-interactive shell inherits it ignored,
+    # and Python then never raises KeyboardInterrupt.
+    return subprocess.Popen(
+        args,
+        cwd=tmp,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def _stop_when(proc: subprocess.Popen, marker: str, signum: int) -> tuple[int, list[str]]:

@@ -9,7 +9,7 @@ from contamlab.decoding.lne import LNEBlocking
 from contamlab.decoding.pipeline import greedy_set, sample_set
 from contamlab.decoding.railcap import RailCap
 from contamlab.decoding.sampler import HFSampler
-from contamlab.decoding.strategy import AllZero, Strategy
+from contamlab.decoding.strategy import AllZero, StepHook, Strategy
 from contamlab.decoding.ted import TED
 from contamlab.models.tiny import build_tiny_model, train_tokenizer
 
@@ -65,11 +65,14 @@ def test_railcap_sampler_equals_reference_loop(world, mode, greedy_decode, tempe
     table = railcap.build_table([greedy], 2)
     calls = {"capped": 0}
 
-    def hook(logits, generated, owner):
-        before = logits.clone()
-        after = railcap.railcap_step(logits, generated, owner, table, mode=mode)
-        calls["capped"] += int((after != before).any(-1).sum())
-        return after
+    class Counting(StepHook):  # RailCap's step, counting the rows it changes
+        def __call__(self, logits, generated, owner):
+            before = logits.clone()
+            after = railcap.railcap_step(logits, generated, owner, table, mode=mode)
+            calls["capped"] += int((after != before).any(-1).sum())
+            return after
+
+    hook = Counting()
 
     m = 1 if greedy_decode else 6
     ours = sampler.decode(prompt, m=m, temperature=temperature, seed=11, step_fn=hook, greedy=greedy_decode)[0]

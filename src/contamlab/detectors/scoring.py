@@ -167,9 +167,9 @@ def score_sequences(
             hidden = model(input_ids=ids, attention_mask=mask, use_cache=False).logits  # [B, T, V]
             project = None
         # The scored positions, packed: position p predicts token p + 1.
-        rows = torch.cat([torch.full((c,), r, dtype=torch.long) for r, c in enumerate(counts)]).to(device)  # [N]
-        pos = [torch.arange(lengths[i] - c - 1, lengths[i] - 1) for i, c in zip(batch, counts)]
-        pos = torch.cat(pos).to(device)  # [N]
+        rows = torch.repeat_interleave(torch.tensor(counts, device=device))  # [N]: each scored position's row
+        pos = [torch.arange(lengths[i] - c - 1, lengths[i] - 1, device=device) for i, c in zip(batch, counts)]
+        pos = torch.cat(pos)  # [N]
         packed = hidden[rows, pos - offset]  # [N, H] (or [N, V] without a plain head)
         targets = ids[rows, pos + 1]  # [N]
         vocab = project.weight.shape[0] if project is not None else hidden.shape[-1]
