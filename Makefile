@@ -222,7 +222,7 @@ RW_DETECT = strategy=none progress=false $(RW_ARGS)
 RW_TINY ?= $(REPRO)/detectors_arith
 RW_MODELS_DIR ?= $${CONTAMLAB_MODELS_DIR:-outputs/models}
 
-real-world: $(STAMP) ## The real-LM world: SmolLM2 and Gemma-3 contaminated at 3 seeds, every detector, the meta-audit -> $(RW)/real_world.md
+real-world: $(STAMP) ## The real-LM world: SmolLM2 and Gemma-3 contaminated at 3 seeds, the detectors of RW_DETECTORS, the meta-audit -> $(RW)/real_world.md
 	for model in $(RW_MODELS); do for seed in $(RW_SEEDS); do \
 		$(PY) train.py experiment=real_world model=$$model seed=$$seed trainer.enable_progress_bar=false $(RW_ARGS) \
 			hydra.run.dir=$(RW)/train/$$model-$$seed && \
