@@ -237,12 +237,25 @@ def constat_spline_test(
 
 
 def constat_test(
-    tested: tuple[np.ndarray, np.ndarray], references: Sequence[tuple[np.ndarray, np.ndarray]], **options: Any
+    tested: tuple[np.ndarray, np.ndarray],
+    references: Sequence[tuple[np.ndarray, np.ndarray]],
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int | None = None,
+    random_performance: tuple[float, float] = (0.0, 0.0),
+    bootstrap_models: bool = True,
 ) -> dict[str, Any]:
-    """The authors' spline test with five or more references, else the simplified one (same keys, own ``method``)."""
+    """The authors' spline test with five or more references, else the simplified one (same keys, own ``method``).
+
+    ``seed`` None takes each test's own default; ``random_performance`` and ``bootstrap_models`` are the spline
+    test's alone.
+    """
+    common: dict[str, Any] = {"n_boot": n_boot, "confidence": confidence, **({} if seed is None else {"seed": seed})}
     if len(references) >= SPLINE_MIN_REFERENCES:
-        return constat_spline_test(tested, references, **options)
-    return simplified_constat_test(tested, references, **options)
+        return constat_spline_test(
+            tested, references, random_performance=random_performance, bootstrap_models=bootstrap_models, **common
+        )
+    return simplified_constat_test(tested, references, **common)
 
 
 @dataclass(frozen=True)
@@ -319,10 +332,15 @@ class ConStatDetector(Detector):
         def pair(out: DetectorOutput) -> tuple[np.ndarray, np.ndarray]:
             return np.asarray(out.columns["correct_original"]), np.asarray(out.columns["correct_rephrased"])
 
-        options: dict[str, Any] = {"n_boot": self.n_boot, "confidence": self.confidence, "seed": self.seed}
-        if len(references) >= SPLINE_MIN_REFERENCES:
-            options |= {"random_performance": tuple(self.random_performance), "bootstrap_models": self.bootstrap_models}
-        return constat_test(pair(tested), [pair(r) for r in references], **options)
+        return constat_test(
+            pair(tested),
+            [pair(r) for r in references],
+            self.n_boot,
+            self.confidence,
+            self.seed,
+            tuple(self.random_performance),
+            self.bootstrap_models,
+        )
 
     def reference_models(self) -> list[str]:
         """The configured ``references``, scored beside the clean model."""
