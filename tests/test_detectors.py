@@ -300,8 +300,11 @@ def test_benbench_delta_and_flags_by_hand():
     from contamlab.detectors.base import DetectionContext
 
     qs = [Question(f"q{i}", f"question {i}", "s", "0") for i in range(4)]
-    out = Hand(ngram=[5]).score(DetectionContext(_HandDomain(), qs, "x", lambda: (None, None)))
-    summary, deltas = out.extra["summary"], out.extra["deltas"]
+    detector = Hand(ngram=[5])
+    out = detector.score(DetectionContext(_HandDomain(), qs, "x", lambda: (None, None)))
+    assert "test_leaked" not in out.extra["summary"]  # the cached output reads no split
+    split = detector.split_summary(out, np.array([True, True, False, False]))
+    summary, deltas = split["summary"], split["deltas"]
     # ngram_5, test: M_ori = 0.6, M_ref = mean(0.25, 0.30, 0.20) = 0.25 -> (0.6 - 0.25) / 0.6 = 58.33 %
     assert summary["test"]["ngram_5"]["ori"] == pytest.approx(0.6)
     assert summary["test"]["ngram_5"]["ref"] == pytest.approx(0.25)
@@ -316,7 +319,7 @@ def test_benbench_delta_and_flags_by_hand():
     assert summary["test"]["ppl"]["delta"] == pytest.approx(1.375 / 2.625 * 100)
     assert deltas["ppl"]["delta_train_test"] == pytest.approx(-1.375 / 2.625 * 100)
     # Instance flags (all five 5-grams right): q1 only, which leaked.
-    assert out.extra["instance_flags"]["all_5"] == {"test": 1, "leaked": 1, "unleaked": 0}
+    assert split["instance_flags"]["all_5"] == {"test": 1, "leaked": 1, "unleaked": 0}
     assert out.scores == [0.8, 1.0, 0.2, 0.4] and out.dataset_score == pytest.approx(35 / 0.6)
     refs = out.extra["references"]
     assert refs["test"]["n"] == 3 and refs["train"]["n"] == 3 and "question and solution" in refs["test"]["kind"]

@@ -12,13 +12,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from contamlab.data.domain import Domain
 from contamlab.data.jsonl import read_jsonl
 from contamlab.data.question import Question
 from contamlab.errors import ContamlabError
 from contamlab.metrics import verdicts as V
+
+if TYPE_CHECKING:
+    import numpy as np
 
 TEXT_MODES = ("question", "answer", "document")
 
@@ -172,11 +175,6 @@ class Detector:
     #: Whether the detector reads the model's sampled responses (``DetectionContext.samples``, CDD): then the
     #: samples' settings are part of its cache key.
     needs_samples: ClassVar[bool] = False
-    #: Whether the output reads the benchmark's leaked/unleaked split or how the leak was rendered (BenBench's
-    #: leaked and unleaked summaries). Otherwise a model's scores depend only on the evaluated items, and are cached
-    #: once for every split and leak form of them: an audit's reference model, scored under another seed's split,
-    #: and the clean model shared by ``arith`` and ``arith_pq`` are scored once.
-    reads_split: ClassVar[bool] = False
 
     def params(self) -> dict[str, Any]:
         """The parameters that determine the scores (cache key and results.json): every field but the runtime ones."""
@@ -197,6 +195,22 @@ class Detector:
     def compare(self, tested: DetectorOutput, references: Sequence[DetectorOutput]) -> dict[str, Any]:
         """A comparing detector's test of the tested model's output against the references' (clean model first)."""
         raise NotImplementedError(f"detector={self.name} compares no models")
+
+    def split_summary(self, out: DetectorOutput, leaked: np.ndarray) -> dict[str, Any]:
+        """Numbers of ``out`` that read the benchmark's leaked/unleaked split (BenBench's leaked and unleaked Δ).
+
+        The detection job merges them into ``out.extra`` after the cache: a model's output depends on the evaluated
+        items alone, so it is cached once for every split and leak form of them (an audit's reference model, scored
+        under another seed's split, and the clean model that ``arith`` and ``arith_pq`` share are scored once).
+
+        Args:
+            out: One model's output on the benchmark's test items.
+            leaked: ``[N]`` bool, whether each test item leaked.
+
+        Returns:
+            Entries to add to ``out.extra`` (none by default).
+        """
+        return {}
 
     def audit_readings(
         self, out: DetectorOutput, references: Sequence[DetectorOutput], settings: V.Settings

@@ -159,9 +159,9 @@ class BenBenchDetector(Detector):
     """
 
     # 2: Δ over the original score; three full rewrites as arith's references. 3: per-item reference and train
-    # columns and the matching n-grams (the audit's intervals and evidence). 4: the authors' lenient rule (> 0.75)
-    version: ClassVar[int] = 4
-    reads_split: ClassVar[bool] = True  # its summary splits Δ into the leaked and the unleaked questions
+    # columns and the matching n-grams (the audit's intervals and evidence). 4: the authors' lenient rule (> 0.75).
+    # 5: the leaked and unleaked summaries leave the cached output (split_summary)
+    version: ClassVar[int] = 5
 
     name: str = "benbench"
     ngram: list[int] = field(default_factory=lambda: [5, 10])
@@ -276,7 +276,6 @@ class BenBenchDetector(Detector):
             if self.max_samples is not None and len(train) > int(self.max_samples):
                 train = random.Random(666).sample(train, int(self.max_samples))
             splits["train"] = train
-        leaked = np.array([ctx.domain.split.is_leaked(q.id) for q in test])
         per: dict[str, dict[str, Any]] = {}
         for split, questions in splits.items():
             refs, about = reference_versions(ctx.domain, split, questions, self.paraphraser)
@@ -290,28 +289,16 @@ class BenBenchDetector(Detector):
         if self.relative and test_refs:
             ref_vals = np.nanmean(np.stack([r[self.score_by] for r in test_refs]), axis=0)
             scores = raw - (-np.log(ref_vals) if self.score_by == "ppl" else ref_vals)
-        groups = {"test": np.ones(len(test), bool), "test_leaked": leaked, "test_unleaked": ~leaked}
-        summary: dict[str, Any] = {}
-        for group, mask in groups.items():
-            summary[group] = _summarise(test_ori, test_refs, mask)
+        summary: dict[str, Any] = {"test": _summarise(test_ori, test_refs, None)}
         if "train" in per:
             summary["train"] = _summarise(per["train"]["ori"], per["train"]["refs"], None)
         deltas = {}
         for metric in summary["test"]:
             d_test = summary["test"][metric]["delta"]
             d_train = summary.get("train", {}).get(metric, {}).get("delta")
-            d_seen, d_unseen = summary["test_leaked"][metric]["delta"], summary["test_unleaked"][metric]["delta"]
-            deltas[metric] = {
-                "delta_train_test": None if d_train is None or d_test is None else d_train - d_test,
-                "delta_seen_unseen": None if d_seen is None or d_unseen is None else d_seen - d_unseen,
-            }
+            deltas[metric] = {"delta_train_test": None if d_train is None or d_test is None else d_train - d_test}
         flags = {
-            key: {
-                group: int(np.nansum(test_ori[key][mask].astype(float)))
-                for group, mask in (("test", groups["test"]), ("leaked", leaked), ("unleaked", ~leaked))
-            }
-            for key in test_ori
-            if key.startswith("all_")
+            key: {"test": int(np.nansum(test_ori[key].astype(float)))} for key in test_ori if key.startswith("all_")
         }
         primary_summary = summary["test"][self.score_by]
         dataset = primary_summary["delta"] if primary_summary["delta"] is not None else primary_summary["ori"]
@@ -339,6 +326,32 @@ class BenBenchDetector(Detector):
                 "dropped": int(np.isnan(primary).sum()),
             },
         )
+
+    def split_summary(self, out: DetectorOutput, leaked: np.ndarray) -> dict[str, Any]:
+        """Δ on the leaked and the unleaked test items, δ_seen-unseen, and the instance flags of each side.
+
+        The paper's meta-experiment (§4): a leaked item's original should be more predictable than its references
+        than an unleaked one's is. Read from the per-item columns, so the cached output serves every split.
+        """
+        ori = {k: np.asarray(v, np.float64) for k, v in out.columns.items() if not k.startswith("ref")}
+        names = sorted({k.split("_", 1)[0] for k in out.columns if k.startswith("ref")})
+        refs = [
+            {k.split("_", 1)[1]: np.asarray(v, np.float64) for k, v in out.columns.items() if k.startswith(f"{r}_")}
+            for r in names
+        ]
+        leaked = np.asarray(leaked, bool)
+        summary = {**out.extra["summary"]}
+        summary["test_leaked"] = _summarise(ori, refs, leaked)
+        summary["test_unleaked"] = _summarise(ori, refs, ~leaked)
+        deltas = {}
+        for metric, entry in out.extra["deltas"].items():
+            seen, unseen = summary["test_leaked"][metric]["delta"], summary["test_unleaked"][metric]["delta"]
+            deltas[metric] = {**entry, "delta_seen_unseen": None if seen is None or unseen is None else seen - unseen}
+        flags = {
+            key: {**counts, "leaked": int(np.nansum(ori[key][leaked])), "unleaked": int(np.nansum(ori[key][~leaked]))}
+            for key, counts in out.extra["instance_flags"].items()
+        }
+        return {"summary": summary, "deltas": deltas, "instance_flags": flags}
 
     def audit_readings(
         self, out: DetectorOutput, references: Sequence[DetectorOutput], settings: V.Settings

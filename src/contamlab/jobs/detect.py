@@ -37,7 +37,7 @@ from contamlab.metrics.roc import auroc_interval, roc_metrics, roc_points, too_f
 from contamlab.models.store import TRAINING_TEXTS, ModelStore, read_training_texts
 
 log = logging.getLogger("contamlab")
-DETECT_VERSION = 2  # 2: the items alone key a score that reads no split (Detector.reads_split)
+DETECT_VERSION = 2  # 2: the items alone key a score (Detector.split_summary reads the split after the cache)
 STAGES = ("contaminated", "clean")
 
 
@@ -49,10 +49,8 @@ def _cache_key(cfg: DictConfig, store: ModelStore, domain: Domain, detector: Det
         "params": detector.params(),
         "model": store.identity(source),
         "dtype": str(store.dtype),
-        "domain": domain.fingerprint() if detector.reads_split else domain.eval_fingerprint(),
+        "domain": domain.eval_fingerprint(),
     }
-    if detector.reads_split:
-        key["split"] = content_hash(domain.split.to_dict())
     if detector.needs_samples:  # the samples' settings decide its scores
         sampler = OmegaConf.to_container(cfg.sampler, resolve=True) if cfg.get("sampler") else None
         fields = ("m", "temperature", "max_new_tokens", "seed", "chunk_questions")
@@ -184,7 +182,7 @@ def run_detection(
                 "roc": None if entry["too_few"] else roc_points(output.scores, leaked),
                 "source": source,
                 "dataset_score": output.dataset_score,
-                "extra": output.extra,
+                "extra": {**output.extra, **detector.split_summary(output, leaked)},
                 "wall_s": round(wall, 3),
                 "cached": cached,
                 "mean_score_leaked": _nanmean(np.asarray(output.scores, float)[leaked]),
