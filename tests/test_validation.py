@@ -49,6 +49,8 @@ def test_bad_train_value_is_one_line(tmp_path):
     [
         ("evaluate", "metric.confidence=1.5", "metric.confidence=1.5: must be a number in (0, 1]"),
         ("evaluate", "sampler.draw=gumbel", "sampler.draw='gumbel': must be multinomial or inverse_cdf"),
+        ("evaluate", "sampler.batch_rows=0", "sampler.batch_rows=0: must be an integer >= 1"),
+        ("evaluate", "max_new_tokens=0", "max_new_tokens=0: must be an integer >= 1"),
         ("evaluate", "domain.max_test=abc", "domain.max_test='abc': must be an integer, or null"),
         ("evaluate", "+strategy.alpha=1", "strategy.alpha: not a setting of strategy=identity"),
         ("evaluate", "model.dtype=fp8", "model.dtype='fp8': must be one of auto, float32, bfloat16 or float16"),

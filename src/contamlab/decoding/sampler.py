@@ -232,10 +232,7 @@ class HFSampler:
         draw: str = "inverse_cdf",
         shared_kv: bool = True,
     ) -> None:
-        if max_new_tokens <= 0:
-            raise ValueError(f"max_new_tokens={max_new_tokens}: must be positive")
-        if batch_rows <= 0:
-            raise ValueError(f"sampler.batch_rows={batch_rows}: must be positive")
+        # max_new_tokens, batch_rows and draw are checked once, by contamlab.validation, before any model loads
         self.name = name
         self.model = model
         self.tokenizer = tokenizer
@@ -243,8 +240,6 @@ class HFSampler:
         self.max_new_tokens = max_new_tokens
         self.batch_rows = batch_rows
         self.compact_fraction = compact_fraction
-        if draw not in ("multinomial", "inverse_cdf"):
-            raise ValueError(f"sampler.draw={draw!r}: use multinomial or inverse_cdf")
         self.draw = draw
         from contamlab.decoding.kv_cache import OwnCacheModel
 
@@ -339,8 +334,6 @@ class HFSampler:
         The hook runs on the raw logits at every step; rows are batched up to ``batch_rows`` and finished rows leave
         the batch.
         """
-        if not greedy and not temperature > 0:
-            raise ValueError(f"temperature={temperature}: must be > 0 for sampling")
         if self._prefix_ids is None:
             self.set_prefix(prompt_ids)
         n_prefix = len(self._prefix_ids)
