@@ -114,7 +114,8 @@ def audit_results(results: Sequence[tuple[Path, dict[str, Any]]]) -> list[dict[s
     return out
 
 
-def _label(r: dict[str, Any]) -> str:
+def target_label(r: dict[str, Any]) -> str:
+    """The audited model as `<model>:<spec>@<seed>` (the seed shown for a simulated target)."""
     a = r["audit"]
     seed = r["config"].get("seed", 0)
     simulated = a["target"]["spec"].split("@")[0] in ("base", "clean", "contaminated")
@@ -125,10 +126,10 @@ def _label(r: dict[str, Any]) -> str:
 def leaderboard(audits: Sequence[dict[str, Any]]) -> str:
     """Model × benchmark × reading: the statistic with its interval and the verdict's flag."""
     body = []
-    for r in sorted(audits, key=lambda r: (r["audit"]["benchmark"], _label(r))):
+    for r in sorted(audits, key=lambda r: (r["audit"]["benchmark"], target_label(r))):
         for v in r["audit"]["verdicts"]:
             body.append(
-                [_label(r), r["audit"]["benchmark"], v["name"], _interval(v), _p(v["p_value"]), _flag_or_why(v)]
+                [target_label(r), r["audit"]["benchmark"], v["name"], _interval(v), _p(v["p_value"]), _flag_or_why(v)]
             )
     return _table(["model", "benchmark", "reading", "value [95% CI]", "p", "flag"], body)
 
@@ -140,11 +141,11 @@ def timing_table(audits: Sequence[dict[str, Any]]) -> str:
     includes the references, the sampling and whatever came from the caches.
     """
     body = []
-    for r in sorted(audits, key=lambda r: (r["audit"]["benchmark"], _label(r))):
+    for r in sorted(audits, key=lambda r: (r["audit"]["benchmark"], target_label(r))):
         detectors = r["audit"]["detectors"]
         scored = sum(d.get("wall_s", 0.0) for d in detectors.values())
         per = ", ".join(f"{k} {d['wall_s']:.0f}" for k, d in detectors.items() if "wall_s" in d)
-        body.append([_label(r), r["audit"]["benchmark"], f"{scored:.0f}", f"{r['timings']['wall_s']:.0f}", per])
+        body.append([target_label(r), r["audit"]["benchmark"], f"{scored:.0f}", f"{r['timings']['wall_s']:.0f}", per])
     return _table(["model", "benchmark", "target's detectors (s)", "job wall (s)", "per detector (s)"], body)
 
 
@@ -208,7 +209,7 @@ def benbench_order_figure(audits: Sequence[dict[str, Any]], path: str | Path) ->
             (v for v in r["audit"]["verdicts"] if v["name"].startswith("benbench/delta_train_test_ngram")), None
         )
         if ppl is not None or ngram is not None:
-            points.append((f"{_label(r)} / {r['audit']['benchmark']}", ngram, ppl))
+            points.append((f"{target_label(r)} / {r['audit']['benchmark']}", ngram, ppl))
     if not points:
         return None
     points.sort(key=lambda p: -(p[1]["value"] if p[1] and p[1]["value"] is not None else float("-inf")))
@@ -237,7 +238,7 @@ def codec_figure(audits: Sequence[dict[str, Any]], path: str | Path) -> Path | N
         band = next((v for v in r["audit"]["verdicts"] if v["name"] == "codec/bands"), None)
         ref = next((v for v in r["audit"]["verdicts"] if v["name"] == "codec/reference"), None)
         if band is not None and band["value"] is not None:
-            points.append((f"{_label(r)} / {r['audit']['benchmark']}", band, ref["reference"] if ref else None))
+            points.append((f"{target_label(r)} / {r['audit']['benchmark']}", band, ref["reference"] if ref else None))
     if not points:
         return None
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(points) + 1.5))

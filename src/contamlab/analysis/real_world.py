@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from contamlab.analysis.audit import audit_results, meta_audit, timing_table
+from contamlab.analysis.audit import audit_results, meta_audit, target_label, timing_table
 from contamlab.analysis.report import load_results
 from contamlab.io import atomic_write_text
 from contamlab.metrics.roc import auroc_draws, roc_metrics
@@ -176,14 +176,18 @@ def per_seed_table(found: dict) -> str:
 
 
 def meta_audit_sections(results: Sequence[tuple[Path, dict[str, Any]]]) -> list[str]:
-    """One meta-audit table per model family (flagged / audited among clean and contaminated models)."""
+    """One meta-audit table per model family (flagged / audited among clean and contaminated models).
+
+    A model audited by several jobs (the cheap detectors in one, a costly one in another) counts once in the heading.
+    """
     audits = audit_results(results)
     out = []
     for model in sorted({r["config"]["model"]["name"] for r in audits}):
-        table = meta_audit([r for r in audits if r["config"]["model"]["name"] == model])
+        family = [r for r in audits if r["config"]["model"]["name"] == model]
+        table = meta_audit(family)
         if table:
-            n = sum(r["config"]["model"]["name"] == model for r in audits)
-            out += [f"### {model} ({n} audits)", "", table, ""]
+            n = len({(target_label(r), r["audit"]["benchmark"]) for r in family})
+            out += [f"### {model} ({n} models audited)", "", table, ""]
     return out
 
 
