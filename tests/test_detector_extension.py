@@ -9,6 +9,7 @@ of its own gets the membership test every per-item score gets.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import pytest
 from omegaconf import OmegaConf
@@ -32,6 +33,7 @@ class PeakDetector(Detector):
 
     name: str = "peak"
     threshold: float = 0.9
+    reads_nonmembers: ClassVar[bool] = False  # its reading compares no non-member items: the audit scores none
 
     def score(self, ctx: DetectionContext) -> DetectorOutput:
         n = len(ctx.questions)
@@ -62,7 +64,7 @@ class _Model:
 
     def score(self, domain, detector, progress):
         ctx = DetectionContext(domain, list(domain.test), "x", lambda: (None, None))
-        return detector.score(ctx), 0.0
+        return detector.score(ctx), 0.0, False
 
 
 @pytest.fixture(scope="module")

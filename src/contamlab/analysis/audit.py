@@ -53,6 +53,16 @@ def verdict_table(verdicts: Sequence[dict[str, Any]]) -> str:
     return _table(["reading", "statistic", "value [95% CI]", "p", "verdict", "flag"], body)
 
 
+def _scoring_note(audit: dict[str, Any]) -> str:
+    """How the wall time went on loading and scoring each model (all cached: no model loaded)."""
+    per = audit.get("scoring_s")
+    if not per:
+        return ""
+    cached = [k for k, d in audit["detectors"].items() if d.get("cached")]
+    parts = ", ".join(f"`{spec}` {s:.1f} s" for spec, s in per.items())
+    return f" (loading and scoring: {parts}; read from the cache: {', '.join(cached) or 'nothing'})"
+
+
 def audit_markdown(results: dict[str, Any]) -> str:
     """The report section of one audit."""
     audit = results["audit"]
@@ -61,7 +71,7 @@ def audit_markdown(results: dict[str, Any]) -> str:
         f"## Audit of `{audit['target']['spec']}` on {audit['benchmark']} ({audit['questions']} items)",
         "",
         f"Model: `{audit['target']['source']}`. Reference models: {refs}. Non-member items: {audit['nonmembers']}.",
-        f"Wall time: {results['timings']['wall_s']:.1f} s.",
+        f"Wall time: {results['timings']['wall_s']:.1f} s{_scoring_note(audit)}.",
         "",
         verdict_table(audit["verdicts"]),
         "",
@@ -137,14 +147,18 @@ def leaderboard(audits: Sequence[dict[str, Any]]) -> str:
 def timing_table(audits: Sequence[dict[str, Any]]) -> str:
     """Wall time per audit: the target's detector passes and this job's own wall time.
 
-    The detector times are those of the first computation (a cached rerun reads them back); the job's wall time
-    includes the references, the sampling and whatever came from the caches.
+    The detector times are those of the first computation, marked ``(cached)`` where this run read them back; the
+    job's wall time includes the references, the sampling and whatever came from the caches.
     """
     body = []
     for r in sorted(audits, key=lambda r: (r["audit"]["benchmark"], target_label(r))):
         detectors = r["audit"]["detectors"]
         scored = sum(d.get("wall_s", 0.0) for d in detectors.values())
-        per = ", ".join(f"{k} {d['wall_s']:.0f}" for k, d in detectors.items() if "wall_s" in d)
+        per = ", ".join(
+            f"{k} {d['wall_s']:.0f}{' (cached)' if d.get('cached') else ''}"
+            for k, d in detectors.items()
+            if "wall_s" in d
+        )
         body.append([target_label(r), r["audit"]["benchmark"], f"{scored:.0f}", f"{r['timings']['wall_s']:.0f}", per])
     return _table(["model", "benchmark", "target's detectors (s)", "job wall (s)", "per detector (s)"], body)
 

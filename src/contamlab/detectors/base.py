@@ -184,6 +184,11 @@ class Detector:
     #: then scores the clean model and :meth:`reference_models` too and calls :meth:`compare`.
     compares_models: ClassVar[bool] = False
 
+    #: Whether an audit scores the non-member items too: the default :meth:`audit_readings` compares the benchmark's
+    #: items with them. A detector with readings of its own that read no non-members sets False, and the audit
+    #: spends nothing on them.
+    reads_nonmembers: ClassVar[bool] = True
+
     def score(self, ctx: DetectionContext) -> DetectorOutput:
         """Score every question of ``ctx`` for one model."""
         raise NotImplementedError

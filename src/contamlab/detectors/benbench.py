@@ -162,6 +162,7 @@ class BenBenchDetector(Detector):
     # columns and the matching n-grams (the audit's intervals and evidence). 4: the authors' lenient rule (> 0.75).
     # 5: the leaked and unleaked summaries leave the cached output (split_summary)
     version: ClassVar[int] = 5
+    reads_nonmembers: ClassVar[bool] = False  # its own audit readings compare no non-member items
 
     name: str = "benbench"
     ngram: list[int] = field(default_factory=lambda: [5, 10])

@@ -17,7 +17,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -123,6 +123,7 @@ class CoDeCDetector(Detector):
     """
 
     name: str = "codec"
+    reads_nonmembers: ClassVar[bool] = False  # its own audit readings compare no non-member items
     n_context: int = 1
     seeds: list[int] = field(default_factory=lambda: [0])
     skip_first: int = 10

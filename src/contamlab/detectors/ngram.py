@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -83,6 +83,7 @@ class NgramOverlapDetector(Detector):
     """
 
     name: str = "ngram"
+    reads_nonmembers: ClassVar[bool] = False  # its own audit readings compare no non-member items
     n: int = 13
     corpus: str = "recorded"
     text: str = "document"

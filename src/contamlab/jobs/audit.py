@@ -49,7 +49,7 @@ from contamlab.detectors.paraphrase import reference_versions
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text, content_hash
 from contamlab.jobs.common import library_output, log_sync_hint, model_store, sampling_setup, tracking_run
-from contamlab.jobs.detect import score_model
+from contamlab.jobs.detect import LoadedModel, score_model
 from contamlab.jobs.metadata import run_metadata
 from contamlab.metrics import verdicts as V
 from contamlab.metrics.roc import MIN_ITEMS_PER_SIDE, too_few_items
@@ -105,11 +105,26 @@ class AuditedModel:
             self.source = store.model_source(domain, self.stage)
         # the random stream of any samples it needs (CDD): the contaminated model's identity batch or the clean one
         self.role = "contaminated" if self.stage == "contaminated" else "clean"
+        #: The model, loaded by the first score that is not cached and kept until :meth:`release`.
+        self.loaded = LoadedModel(store, self.source)
+        self._outputs: dict[tuple[str, str], tuple[DetectorOutput, float, bool]] = {}  # (detector, items) -> score
 
-    def score(self, domain: Domain, detector: Detector, progress: bool) -> tuple[DetectorOutput, float]:
-        """The detector's output on ``domain``'s test items (cached); returns (output, wall seconds)."""
-        output, wall, _ = score_model(self.cfg, domain, detector, self.source, self.role, progress, self.store)
-        return output, wall
+    def score(self, domain: Domain, detector: Detector, progress: bool) -> tuple[DetectorOutput, float, bool]:
+        """The detector's output on ``domain``'s test items (cached, and kept for this audit).
+
+        Returns:
+            ``(output, wall seconds of its first computation, whether it came from the cache)``.
+        """
+        key = (detector.name, str(domain.items))  # the benchmark (items None) or a view of other items (Domain.over)
+        if key not in self._outputs:
+            self._outputs[key] = score_model(
+                self.cfg, domain, detector, self.source, self.role, progress, self.store, self.loaded
+            )
+        return self._outputs[key]
+
+    def release(self) -> None:
+        """Unload the model (its scores stay)."""
+        self.loaded.release()
 
 
 # -- before any model loads: what is missing -------------------------------------------------------------------------
@@ -249,6 +264,26 @@ def truth(target: AuditedModel, domain: Domain) -> dict[str, Any] | None:
 
 
 # -- one detector ---------------------------------------------------------------------------------------------------
+def score_all(
+    model: AuditedModel, detectors: dict[str, Detector], domain: Domain, nonmembers: Domain | None, progress: bool
+) -> dict[str, str]:
+    """Every score an audit reads from ``model``, then unload it: each model loads once, and only if a score is new.
+
+    Returns:
+        The detectors that cannot run, with the reason (e.g. a corpus-side method without a corpus).
+    """
+    failed = {}
+    for name, detector in detectors.items():
+        sets = [domain] + ([nonmembers] if detector.reads_nonmembers and nonmembers is not None else [])
+        try:
+            for items in sets:
+                model.score(items, detector, progress)
+        except ContamlabError as err:
+            failed[name] = str(err)
+    model.release()
+    return failed
+
+
 def audit_detector(
     detector: Detector,
     target: AuditedModel,
@@ -258,9 +293,13 @@ def audit_detector(
     settings: V.Settings,
     progress: bool,
 ) -> tuple[list[V.Verdict], dict[str, Any]]:
-    """Every reading of one detector on the target (and the references it compares with); returns (verdicts, extra)."""
-    out, wall = target.score(domain, detector, progress)
-    extra: dict[str, Any] = {"wall_s": round(wall, 3), "dataset_score": out.dataset_score}
+    """Every reading of one detector on the target (and the references it compares with); returns (verdicts, extra).
+
+    ``extra`` has ``wall_s``, the seconds of the target's scores when first computed, and ``cached``, whether this
+    run read them all from the cache.
+    """
+    out, wall, cached = target.score(domain, detector, progress)
+    extra: dict[str, Any] = {"wall_s": round(wall, 3), "cached": cached, "dataset_score": out.dataset_score}
     refs = [r.score(domain, detector, progress)[0] for r in references] if references else []
     own = detector.audit_readings(out, refs, settings)
     if own is not None:
@@ -271,8 +310,8 @@ def audit_detector(
     if nonmembers is None:
         why = "no non-member items to compare with (give audit.nonmembers=<a .jsonl file>)"
         return [V.Verdict(detector.name, "AUROC benchmark vs reference items", None, None, None, why, None)], extra
-    non, wall_non = target.score(nonmembers, detector, progress)
-    extra["wall_s"] = round(wall + wall_non, 3)
+    non, wall_non, cached_non = target.score(nonmembers, detector, progress)
+    extra.update(wall_s=round(wall + wall_non, 3), cached=cached and cached_non)
     extra["_items"] = [("benchmark", q.id, s) for q, s in zip(domain.test, out.scores)]
     extra["_items"] += [("reference", q.id, s) for q, s in zip(nonmembers.test, non.scores)]
     pairs = [(r.scores, m.score(nonmembers, detector, progress)[0].scores) for r, m in zip(refs, references)]
@@ -410,15 +449,20 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     found: list[V.Verdict] = []
     per_detector: dict[str, Any] = {}
     item_rows = [["detector", "items", "id", "score"]]  # the membership scores behind each AUROC
-    for name, detector in detectors.items():
+    # every score first, one model at a time (each loads once); a detector that cannot run leaves the others
+    failed: dict[str, str] = {}
+    scoring_s: dict[str, float] = {}  # per model: loading and scoring in this run (0 when every score was cached)
+    for model in (target, *references):
         mark = time.perf_counter()
-        try:
-            readings, extra = audit_detector(detector, target, references, domain, nonmembers, settings, progress)
-        except ContamlabError as err:  # e.g. a corpus-side method with no corpus: the other detectors still run
-            log.warning("audit: detector %s not run: %s", name, err)
-            per_detector[name] = {"not_run": str(err)}
+        pending = {k: v for k, v in detectors.items() if k not in failed}
+        failed.update(score_all(model, pending, domain, nonmembers, progress))
+        scoring_s[model.spec] = round(time.perf_counter() - mark, 3)
+    for name, detector in detectors.items():
+        if name in failed:  # e.g. a corpus-side method with no corpus
+            log.warning("audit: detector %s not run: %s", name, failed[name])
+            per_detector[name] = {"not_run": failed[name]}
             continue
-        extra["total_s"] = round(time.perf_counter() - mark, 3)
+        readings, extra = audit_detector(detector, target, references, domain, nonmembers, settings, progress)
         item_rows += [
             [name, kind, qid, "" if score != score else f"{score:.9g}"] for kind, qid, score in extra.pop("_items", [])
         ]
@@ -440,6 +484,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             "truth": truth(target, domain),
             "verdicts": [v.to_dict() for v in found],
             "detectors": per_detector,
+            "scoring_s": scoring_s,
             "mitigation": {**mitigation_extra, "total_s": round(time.perf_counter() - mark, 3)},
         },
         "placement": target.store.placement.to_dict(),

@@ -83,19 +83,38 @@ def _lineage(store: ModelStore, domain: Domain, source: str, stage: str) -> dict
     return out
 
 
+class LoadedModel:
+    """A model and its tokenizer, loaded on first use and kept until :meth:`release`.
+
+    A job that scores one model with several detectors, or on several item sets (an audit's benchmark and its
+    non-member items), holds one of these per model and so loads it once; a model whose every score is cached is
+    never loaded.
+    """
+
+    def __init__(self, store: ModelStore, source: str) -> None:
+        self.store, self.source = store, source
+        self._pair: tuple[Any, Any] | None = None
+
+    def __call__(self) -> tuple[Any, Any]:
+        """``(model, tokenizer)``, loaded now if not yet."""
+        if self._pair is None:
+            self._pair = (self.store.load(self.source), self.store.load_tokenizer(self.source))
+        return self._pair
+
+    def release(self) -> None:
+        """Drop the model (the next call loads it again)."""
+        self._pair = None
+
+
 def _context(
-    cfg: DictConfig, store: ModelStore, domain: Domain, source: str, stage: str, progress: bool
+    cfg: DictConfig, store: ModelStore, domain: Domain, source: str, stage: str, progress: bool, loaded: LoadedModel
 ) -> DetectionContext:
     role = _role(stage)
-
-    def load():
-        return store.load(source), store.load_tokenizer(source)
-
     return DetectionContext(
         domain=domain,
         questions=domain.test,
         source=source,
-        load=load,
+        load=loaded,
         cache_dir=str(Path(cfg.paths.cache_dir) / "detect") if cfg.paths.get("cache_dir") else None,
         model_key=store.identity(source),
         samples=lambda: sample_model(
@@ -114,12 +133,15 @@ def score_model(
     stage: str,
     progress: bool = True,
     store: ModelStore | None = None,
+    loaded: LoadedModel | None = None,
 ) -> tuple[DetectorOutput, float, bool]:
     """The detector's output on one model (cached); returns (output, wall seconds, whether it came from cache).
 
     ``stage`` (``clean`` or ``contaminated``) picks the random stream of the samples a detector may need (CDD).
     ``store`` is ``model_store(cfg)``, built here when not given: a caller scoring many detectors passes its own,
-    since building it (the model config's instantiation) costs more than reading a cached score.
+    since building it (the model config's instantiation) costs more than reading a cached score. ``loaded`` is the
+    caller's :class:`LoadedModel` of ``source`` when it scores the model more than once (loaded here when needed
+    otherwise). The wall seconds are those of the first computation, also when read from the cache.
     """
     role = _role(stage)
     store = store or model_store(cfg)
@@ -136,7 +158,8 @@ def score_model(
     started = time.perf_counter()
     # a stop here loses only this detector on this model: every score written before it is kept
     with stopping.activity(f"scoring {detector.name} on the {stage} model (the scores before it are cached)"):
-        output = detector.score(_context(cfg, store, domain, source, stage, progress))
+        context = _context(cfg, store, domain, source, stage, progress, loaded or LoadedModel(store, source))
+        output = detector.score(context)
     wall = time.perf_counter() - started
     if len(output.scores) != len(domain.test):
         raise ContamlabError(
