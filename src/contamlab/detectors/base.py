@@ -84,6 +84,8 @@ class DetectionContext:
         lineage: Returns the texts the model was trained on, by stage (``base``, ``clean``, ``contaminated``: the
             records train.py writes, the model's own stage and its parents); ``None`` for a model not trained here.
         progress: Show progress bars.
+        moments: Whether the shared token pass (:func:`~contamlab.detectors.membership.token_stats`) also computes
+            the vocabulary moments: True unless the job knows that none of its detectors reads them (an audit).
     """
 
     domain: Domain
@@ -95,6 +97,7 @@ class DetectionContext:
     samples: Callable[[], tuple[list, list, dict]] | None = None
     lineage: Callable[[], dict[str, list[str]]] | None = None
     progress: bool = False
+    moments: bool = True
 
     @cached_property
     def _loaded(self) -> tuple[Any, Any]:
@@ -184,6 +187,9 @@ class Detector:
     #: then scores the clean model and :meth:`reference_models` too and calls :meth:`compare`.
     compares_models: ClassVar[bool] = False
 
+    #: Whether the detector reads the vocabulary moments of the shared token pass (Min-K%++'s μ_t, σ_t): a job whose
+    #: detectors all leave them computes the log-probs alone.
+    reads_moments: ClassVar[bool] = False
     #: Whether an audit scores the non-member items too: the default :meth:`audit_readings` compares the benchmark's
     #: items with them. A detector with readings of its own that read no non-members sets False, and the audit
     #: spends nothing on them.

@@ -25,45 +25,60 @@ STATS_VERSION = 2  # 2: Min-K%++ sigma from the centred second moment (float32 c
 
 
 def _save_stats(path: Path, stats: Sequence[TokenStats]) -> None:
-    table = pa.table(
-        {
-            "logprobs": pa.array([s.logprobs.tolist() for s in stats], pa.list_(pa.float32())),
-            "mu": pa.array([s.mu.tolist() for s in stats], pa.list_(pa.float32())),
-            "sigma": pa.array([s.sigma.tolist() for s in stats], pa.list_(pa.float32())),
-        }
-    )
+    columns = {"logprobs": pa.array([s.logprobs.tolist() for s in stats], pa.list_(pa.float32()))}
+    if stats and stats[0].mu is not None:
+        columns["mu"] = pa.array([s.mu.tolist() for s in stats], pa.list_(pa.float32()))
+        columns["sigma"] = pa.array([s.sigma.tolist() for s in stats], pa.list_(pa.float32()))
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
+        pq.write_table(pa.table(columns), tmp)
 
 
-def _load_stats(path: Path, n: int) -> list[TokenStats] | None:
+def _load_stats(path: Path, n: int, moments: bool) -> list[TokenStats] | None:
     try:
         table = pq.read_table(path).to_pydict()
     except (OSError, pa.ArrowException):
         return None
-    if len(table.get("logprobs", [])) != n:
+    if len(table.get("logprobs", [])) != n or (moments and "mu" not in table):
         return None
+    if "mu" not in table:
+        return [TokenStats(np.asarray(lp, np.float32)) for lp in table["logprobs"]]
     return [
         TokenStats(np.asarray(lp, np.float32), np.asarray(mu, np.float32), np.asarray(sd, np.float32))
         for lp, mu, sd in zip(table["logprobs"], table["mu"], table["sigma"])
     ]
 
 
-def token_stats(ctx: DetectionContext, texts: Sequence[str], batch_tokens: int | None = None) -> list[TokenStats]:
-    """Per-token log-probs and vocabulary moments of ``texts`` under the context's model (cached by content)."""
-    key = {"v": STATS_VERSION, "model": ctx.model_key, "texts": content_hash(list(texts), 24)}
-    path = Path(ctx.cache_dir) / "token_stats" / f"{content_hash(key)}.parquet" if ctx.cache_dir else None
-    if path is not None and path.is_file():
-        cached = _load_stats(path, len(texts))
-        if cached is not None:
-            return cached
+def token_stats(
+    ctx: DetectionContext, texts: Sequence[str], batch_tokens: int | None = None, moments: bool = False
+) -> list[TokenStats]:
+    """Per-token log-probs of ``texts`` under the context's model, and the vocabulary moments if asked (cached).
+
+    The moments (Min-K%++'s μ_t, σ_t) cost a quarter more than the log-probs alone (docs/performance.md). They are
+    computed when ``moments`` or ``ctx.moments`` (another detector of the job will read them from the cache) asks;
+    a cached pass with them serves a request without.
+    """
+    want = moments or ctx.moments
+    paths = {}
+    for with_moments in (True, False):
+        key = {"v": STATS_VERSION, "model": ctx.model_key, "texts": content_hash(list(texts), 24)}
+        if not with_moments:
+            key["moments"] = False  # the key of a pass with the moments is that of before they became optional
+        paths[with_moments] = (
+            Path(ctx.cache_dir) / "token_stats" / f"{content_hash(key)}.parquet" if ctx.cache_dir else None
+        )
+    for with_moments in (True, False) if not want else (True,):
+        path = paths[with_moments]
+        if path is not None and path.is_file():
+            cached = _load_stats(path, len(texts), with_moments)
+            if cached is not None:
+                return cached
     tokenizer = ctx.tokenizer
     ids = [list(x) for x in tokenizer(list(texts), add_special_tokens=True)["input_ids"]]
     stats = score_sequences(
-        ctx.model, ids, tokenizer.pad_token_id, moments=True, batch_tokens=batch_tokens, progress=ctx.progress
+        ctx.model, ids, tokenizer.pad_token_id, moments=want, batch_tokens=batch_tokens, progress=ctx.progress
     )
-    if path is not None:
-        _save_stats(path, stats)
+    if paths[want] is not None:
+        _save_stats(paths[want], stats)
     return stats
 
 
@@ -90,7 +105,7 @@ class MembershipDetector(Detector):
     def score(self, ctx: DetectionContext) -> DetectorOutput:
         """Score every question from one shared forward pass."""
         texts = [question_text(ctx.domain, q, self.text) for q in ctx.questions]
-        stats = token_stats(ctx, texts, self.batch_tokens)
+        stats = token_stats(ctx, texts, self.batch_tokens, self.reads_moments)
         scores = [self.sample_score(s, t) if len(s.logprobs) else math.nan for s, t in zip(stats, texts)]
         finite = [s for s in scores if not math.isnan(s)]
         return DetectorOutput(

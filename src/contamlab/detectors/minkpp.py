@@ -8,6 +8,7 @@ the score is the mean of the lowest ``max(1, floor(k·T))`` values of z. Default
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -26,6 +27,7 @@ class MinKPPDetector(MinKDetector):
     """Min-K%++: Min-K% on standardised token log-probs (``k``: the fraction of the lowest ones averaged)."""
 
     name: str = "minkpp"
+    reads_moments: ClassVar[bool] = True
 
     def sample_score(self, stats: TokenStats, text: str) -> float:
         """Mean of the lowest k-fraction of standardised token log-probs."""

@@ -109,8 +109,12 @@ class AuditedModel:
         self.loaded = LoadedModel(store, self.source)
         self._outputs: dict[tuple[str, str], tuple[DetectorOutput, float, bool]] = {}  # (detector, items) -> score
 
-    def score(self, domain: Domain, detector: Detector, progress: bool) -> tuple[DetectorOutput, float, bool]:
+    def score(
+        self, domain: Domain, detector: Detector, progress: bool, moments: bool = True
+    ) -> tuple[DetectorOutput, float, bool]:
         """The detector's output on ``domain``'s test items (cached, and kept for this audit).
+
+        ``moments``: whether a shared token pass computed now also computes the vocabulary moments.
 
         Returns:
             ``(output, wall seconds of its first computation, whether it came from the cache)``.
@@ -118,7 +122,7 @@ class AuditedModel:
         key = (detector.name, str(domain.items))  # the benchmark (items None) or a view of other items (Domain.over)
         if key not in self._outputs:
             self._outputs[key] = score_model(
-                self.cfg, domain, detector, self.source, self.role, progress, self.store, self.loaded
+                self.cfg, domain, detector, self.source, self.role, progress, self.store, self.loaded, moments
             )
         return self._outputs[key]
 
@@ -273,11 +277,12 @@ def score_all(
         The detectors that cannot run, with the reason (e.g. a corpus-side method without a corpus).
     """
     failed = {}
+    moments = any(d.reads_moments for d in detectors.values())  # else the shared token pass skips them
     for name, detector in detectors.items():
         sets = [domain] + ([nonmembers] if detector.reads_nonmembers and nonmembers is not None else [])
         try:
             for items in sets:
-                model.score(items, detector, progress)
+                model.score(items, detector, progress, moments)
         except ContamlabError as err:
             failed[name] = str(err)
     model.release()

@@ -107,7 +107,14 @@ class LoadedModel:
 
 
 def _context(
-    cfg: DictConfig, store: ModelStore, domain: Domain, source: str, stage: str, progress: bool, loaded: LoadedModel
+    cfg: DictConfig,
+    store: ModelStore,
+    domain: Domain,
+    source: str,
+    stage: str,
+    progress: bool,
+    loaded: LoadedModel,
+    moments: bool,
 ) -> DetectionContext:
     role = _role(stage)
     return DetectionContext(
@@ -122,6 +129,7 @@ def _context(
         ),
         lineage=lambda: _lineage(store, domain, source, stage),
         progress=progress,
+        moments=moments,
     )
 
 
@@ -134,6 +142,7 @@ def score_model(
     progress: bool = True,
     store: ModelStore | None = None,
     loaded: LoadedModel | None = None,
+    moments: bool = True,
 ) -> tuple[DetectorOutput, float, bool]:
     """The detector's output on one model (cached); returns (output, wall seconds, whether it came from cache).
 
@@ -141,7 +150,9 @@ def score_model(
     ``store`` is ``model_store(cfg)``, built here when not given: a caller scoring many detectors passes its own,
     since building it (the model config's instantiation) costs more than reading a cached score. ``loaded`` is the
     caller's :class:`LoadedModel` of ``source`` when it scores the model more than once (loaded here when needed
-    otherwise). The wall seconds are those of the first computation, also when read from the cache.
+    otherwise). ``moments``: whether a shared token pass computed here also computes the vocabulary moments (True: a
+    grid's Min-K%++ job may read the pass later; an audit that runs no Min-K%++ says False). The wall seconds are
+    those of the first computation, also when read from the cache.
     """
     role = _role(stage)
     store = store or model_store(cfg)
@@ -158,7 +169,8 @@ def score_model(
     started = time.perf_counter()
     # a stop here loses only this detector on this model: every score written before it is kept
     with stopping.activity(f"scoring {detector.name} on the {stage} model (the scores before it are cached)"):
-        context = _context(cfg, store, domain, source, stage, progress, loaded or LoadedModel(store, source))
+        loaded = loaded or LoadedModel(store, source)
+        context = _context(cfg, store, domain, source, stage, progress, loaded, moments)
         output = detector.score(context)
     wall = time.perf_counter() - started
     if len(output.scores) != len(domain.test):
