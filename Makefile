@@ -148,6 +148,7 @@ bench: train ## Benchmarks on the default world's model: sampling, detectors, tr
 	$(PY) benchmarks/sampling.py --model tiny
 	$(PY) benchmarks/detectors.py --model tiny
 	$(PY) benchmarks/training.py --model tiny
+	$(PY) benchmarks/peers.py --model tiny  # beside benchleak, when installed (pip install -e '.[peers]')
 
 bench-smollm2: $(STAMP) ## The same on SmolLM2-135M with the 8-shot GSM8K prompt (slow on a CPU: ~30 min)
 	$(PY) benchmarks/sampling.py --model smollm2 --questions 2 --loop-questions 1 --compare-kv=false
@@ -155,6 +156,7 @@ bench-smollm2: $(STAMP) ## The same on SmolLM2-135M with the 8-shot GSM8K prompt
 	$(PY) benchmarks/sampling.py --model smollm2 --only-kv --questions 16
 	$(PY) benchmarks/detectors.py --model smollm2 --texts 64
 	$(PY) benchmarks/profile_sampler.py --model smollm2
+	$(PY) benchmarks/peers.py --model smollm2  # beside benchleak, when installed (pip install -e '.[peers]')
 
 # The real-model run of the README: the packaged SmolLM2-135M-Instruct as both models (nothing is fine-tuned on a CPU),
 # so the metrics measure what each strategy costs a model with no contamination; then CoDeC and BenBench.
