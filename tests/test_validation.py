@@ -68,6 +68,12 @@ def test_bad_train_value_is_one_line(tmp_path):
         ("audit", "audit.target=/nonexistent", "audit.target=/nonexistent: directory not found"),
         ("audit", "audit.references=[./nowhere]", "audit.references=./nowhere: directory not found"),
         ("audit", "m=0", "m=0: must be an integer >= 1"),
+        ("audit", "audit.calibrate.twins=0", "audit.calibrate.twins=0: must be an integer >= 1"),
+        ("audit", "audit.calibrate.min_power=1.5", "audit.calibrate.min_power=1.5: must be a number in (0, 1]"),
+        ("audit", "audit.calibrate.doses=[{epochs: 0}]", "audit.calibrate.doses=[{'epochs': 0}]: must be a non-empty"),
+        ("audit", "audit.calibrate.doses=[{lr: -1}]", "audit.calibrate.doses=[{'lr': -1}]: must be a non-empty"),
+        ("audit", "audit.calibrate.doses=[]", "audit.calibrate.doses=[]: must be a non-empty list"),
+        ("audit", "audit.calibrate.pool_size=3", "audit.calibrate.pool_size=3: must be an integer >= 20, or null"),
     ],
 )
 def test_validate_names_the_field(config, override, message):

@@ -134,6 +134,16 @@ EVALUATE: dict[str, tuple[Check, str]] = {
     "sampler.common_noise": boolean(),
 }
 _STRINGS = (lambda v: isinstance(v, list) and all(isinstance(x, str) and x.strip() for x in v), "a list of names")
+
+
+def _dose(d: Any) -> bool:
+    """One twin dose of the calibrated audit: ``{epochs: int >= 1 | null, lr: number > 0 | null}``."""
+    if not isinstance(d, dict) or not set(d) <= {"epochs", "lr"}:
+        return False
+    epochs, lr = d.get("epochs"), d.get("lr")
+    return (epochs is None or (_is_int(epochs) and epochs >= 1)) and (lr is None or (_is_number(lr) and lr > 0))
+
+
 AUDIT: dict[str, tuple[Check, str]] = {
     **{k: EVALUATE[k] for k in ("m", "temperature", "max_new_tokens", "chunk_questions", "progress")},
     "audit.target": (lambda v: isinstance(v, str) and bool(v.strip()), "a model: base, clean, contaminated or an id"),
@@ -144,6 +154,15 @@ AUDIT: dict[str, tuple[Check, str]] = {
     "audit.alpha": number(0, 1, low_open=True),
     "audit.n_boot": integer(1),
     "audit.confidence": number(0, 1, low_open=True),
+    "audit.calibrate.pool": optional((lambda v: isinstance(v, str) and bool(v.strip()), "auto, generated or a file")),
+    "audit.calibrate.pool_size": optional(integer(20)),
+    "audit.calibrate.null_draws": integer(1),
+    "audit.calibrate.twins": integer(1),
+    "audit.calibrate.min_power": number(0, 1, low_open=True),
+    "audit.calibrate.doses": (
+        lambda v: isinstance(v, list) and bool(v) and all(_dose(d) for d in v),
+        "a non-empty list of {epochs: an integer >= 1 or null, lr: a number > 0 or null}",
+    ),
 }
 SAMPLERS: dict[str, dict[str, tuple[Check, str]]] = {
     "hf": {

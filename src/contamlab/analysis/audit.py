@@ -4,6 +4,7 @@
 - :func:`leaderboard`: model × benchmark × reading (statistic, interval, verdict) over every audit of a sweep.
 - :func:`meta_audit`: the readings held against the simulation's truth: how often each flags a clean model (false
   alarms) and a contaminated one (power, by leak style), with the number of models behind each figure.
+- :func:`calibration_table`: the calibrated audits' verdicts against the same truth, with their null and twins.
 - :func:`benbench_order_figure`, :func:`codec_figure`: BenBench's model ordering by δ_train-test and CoDeC's scores
   against its bands and the reference models.
 """
@@ -44,13 +45,46 @@ def _table(header: list[str], body: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
 
 
+def _calibration(v: dict[str, Any]) -> list[str]:
+    """A calibrated reading's false alarms on the null and power per dose (docs/audit.md#the-calibrated-audit)."""
+    cal = (v.get("detail") or {}).get("calibration")
+    if cal is None:
+        return ["—", "—"]
+    if "not_run" in cal:
+        return ["not calibrated", "—"]
+    null = cal["null"]
+    alarms = f"{null['flagged']}/{null['total']}" if null else "—"
+    power = "; ".join(f"{r['flagged']}/{r['total']} at {dose}" for dose, r in cal["power"].items()) or "—"
+    return [alarms, power]
+
+
 def verdict_table(verdicts: Sequence[dict[str, Any]]) -> str:
-    """One row per reading: statistic, value [95% interval], p, the method's words, the flag."""
+    """One row per reading: statistic, value [95% interval], p, the method's words, the flag.
+
+    A calibrated audit adds each reading's false alarms on the pool's splits and its power on the twins.
+    """
+    calibrated = any("calibration" in (v.get("detail") or {}) for v in verdicts)
     body = [
         [v["name"], v["statistic"], _interval(v), _p(v["p_value"]), v["verdict"].replace("|", "/"), _flag(v["flagged"])]
+        + (_calibration(v) if calibrated else [])
         for v in verdicts
     ]
-    return _table(["reading", "statistic", "value [95% CI]", "p", "verdict", "flag"], body)
+    header = ["reading", "statistic", "value [95% CI]", "p", "verdict", "flag"]
+    return _table(header + (["false alarms (null)", "power (twins)"] if calibrated else []), body)
+
+
+def _calibration_note(audit: dict[str, Any]) -> list[str]:
+    """What the calibration measured on: the pool, its splits, the twins and their doses."""
+    cal = audit.get("calibration")
+    if not cal:
+        return []
+    return [
+        f"Calibrated on this model: a pool of {cal['pool']}; the null from {cal['null_draws']} random splits of it "
+        f"({cal['sides'][0]} and {cal['sides'][1]} items, or in proportion); the power from {cal['twins_per_dose']} "
+        f"twins per dose ({', '.join(cal['doses'])}), each LoRA-fine-tuned on a random half of the pool. A reading "
+        f"below power {cal['min_power']:g} at every dose gives no verdict ({cal['wall_s']:.0f} s).",
+        "",
+    ]
 
 
 def _scoring_note(audit: dict[str, Any]) -> str:
@@ -75,6 +109,7 @@ def audit_markdown(results: dict[str, Any]) -> str:
         "",
         verdict_table(audit["verdicts"]),
         "",
+        *_calibration_note(audit),
     ]
     not_run = {k: v["not_run"] for k, v in audit["detectors"].items() if "not_run" in v}
     if not_run:
@@ -197,6 +232,64 @@ def meta_audit(audits: Sequence[dict[str, Any]]) -> str | None:
         for name, g in sorted(rows.items())
     ]
     header = ["reading", "false alarms (clean)", "power (verbatim leak)", "power (paraphrased leak)", "assessment"]
+    return _table(header, body)
+
+
+def calibration_table(audits: Sequence[dict[str, Any]]) -> str | None:
+    """The calibrated audits of simulated models against their truth (None without any).
+
+    Per calibrated reading: among the clean targets and the contaminated ones (by leak), flagged / given a verdict,
+    and how many were left without one as underpowered; then the null's false alarms and the twins' power at the
+    first dose, summed over the audits.
+    """
+    rows: dict[str, dict[str, list[int]]] = {}
+    for r in audits:
+        truth = r["audit"].get("truth")
+        if not truth or not r["audit"].get("calibration"):
+            continue
+        group = truth["leak"] if truth["contaminated"] else "clean"
+        for v in r["audit"]["verdicts"]:
+            cal = (v.get("detail") or {}).get("calibration")
+            if not cal or "not_run" in cal:
+                continue
+            row = rows.setdefault(v["name"], {})
+            cell = row.setdefault(group, [0, 0, 0])  # flagged, verdicts, underpowered
+            if v["flagged"] is None:
+                cell[2] += int(v["verdict"].startswith("underpowered"))
+            else:
+                cell[0] += int(bool(v["flagged"]))
+                cell[1] += 1
+            if cal.get("null"):
+                null = row.setdefault("null", [0, 0])
+                null[0] += cal["null"]["flagged"]
+                null[1] += cal["null"]["total"]
+            if cal.get("power"):
+                first = next(iter(cal["power"].values()))
+                power = row.setdefault("power", [0, 0])
+                power[0] += first["flagged"]
+                power[1] += first["total"]
+    if not rows:
+        return None
+
+    def show(cell: list[int] | None) -> str:
+        if not cell:
+            return "—"
+        text = f"{cell[0]}/{cell[1]}"
+        return text + (f" ({cell[2]} underpowered)" if len(cell) > 2 and cell[2] else "")
+
+    body = [
+        [name, show(g.get("clean")), show(g.get("verbatim")), show(g.get("paraphrased")), show(g.get("null")),
+         show(g.get("power"))]
+        for name, g in sorted(rows.items())
+    ]  # fmt: skip
+    header = [
+        "reading",
+        "flagged: clean models",
+        "flagged: verbatim leaks",
+        "flagged: paraphrased leaks",
+        "false alarms on the null (all splits)",
+        "twins flagged (first dose)",
+    ]
     return _table(header, body)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from contamlab.analysis.audit import audit_results, meta_audit, target_label, timing_table
+from contamlab.analysis.audit import audit_results, calibration_table, meta_audit, target_label, timing_table
 from contamlab.analysis.report import load_results
 from contamlab.io import atomic_write_text
 from contamlab.metrics.roc import auroc_draws, roc_metrics
@@ -239,6 +239,17 @@ def write_report(root: Path, tiny_root: Path | None = None, models_dir: Path | N
         "",
         *(meta_audit_sections(results) or ["No audits found."]),
     ]
+    if calibrated := calibration_table(audit_results(results)):
+        parts += [
+            "## Calibrated audits against the truth",
+            "",
+            "Each calibrated reading's verdict (docs/audit.md#the-calibrated-audit): flagged / given a verdict, and "
+            "the audits where it gave none for want of power; the null's false alarms and the twins' power summed "
+            "over the audits.",
+            "",
+            calibrated,
+            "",
+        ]
     if models_dir is not None and (table := training_table(models_dir)):
         parts += ["## Training", "", table, ""]
     if audits := audit_results(results):

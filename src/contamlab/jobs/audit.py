@@ -454,6 +454,11 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             about_nonmembers,
             MIN_ITEMS_PER_SIDE,
         )
+    calibration = None
+    if audit.calibrate.get("pool") is not None:  # the pool and doses checked here, before any model loads
+        from contamlab.jobs.calibrate import Calibration
+
+        calibration = Calibration(cfg, target, references, domain, nonmembers, settings, progress)
     out_dir = Path(cfg.paths.output_dir)
     found: list[V.Verdict] = []
     per_detector: dict[str, Any] = {}
@@ -479,6 +484,12 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         found += readings
         for v in readings:
             log.info("audit %s: %s = %s -> %s", v.name, v.statistic, _fmt(v.value), v.verdict)
+    calibrated = None
+    if calibration is not None:
+        mark = time.perf_counter()
+        ran = {k: d for k, d in detectors.items() if k not in failed}
+        found, calibrated = calibration.run(ran, found)
+        calibrated["wall_s"] = round(time.perf_counter() - mark, 3)
     mark = time.perf_counter()
     mitigation, mitigation_extra = _mitigation(strategies, target, domain, settings, progress)
     found += mitigation
@@ -495,6 +506,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             "detectors": per_detector,
             "scoring_s": scoring_s,
             "mitigation": {**mitigation_extra, "total_s": round(time.perf_counter() - mark, 3)},
+            "calibration": calibrated,
         },
         "placement": target.store.placement.to_dict(),
         "timings": {"wall_s": round(time.perf_counter() - started, 3)},

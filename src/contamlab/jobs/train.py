@@ -105,6 +105,29 @@ def stage_lr(cfg: DictConfig, domain: Domain, stage: str) -> float:
     return float(cfg.finetune.lr)
 
 
+@dataclass(frozen=True)
+class TwinRecipe:
+    """A contaminated-stage run of another model on other items: a twin of the calibrated audit.
+
+    The calibrated audit (:mod:`contamlab.jobs.calibrate`) fine-tunes a copy of the audited model on a random half of
+    a pool of unseen items, with the contaminated stage's optimiser settings, so that it knows on that very model what
+    a leak does to each reading.
+
+    Attributes:
+        parent: The model it continues from: a full model (a new LoRA adapter) or an adapter (trained further).
+        examples: What it trains on (the leaked half, and the general rows of the contaminated stage's mix).
+        epochs: Passes over ``examples``.
+        lr: Peak learning rate.
+        key: Its identity (the directory's hash, recorded in ``train_summary.json``).
+    """
+
+    parent: str
+    examples: list[Example]
+    epochs: int
+    lr: float
+    key: dict[str, Any]
+
+
 @dataclass
 class StageInputs:
     """What one stage trains: the model, its tokenizer and data, and the optimisation settings.
@@ -185,8 +208,10 @@ def stage_texts(cfg: DictConfig, domain: Domain, stage: str) -> list[str]:
     return _as_texts(stage_corpus(cfg, domain, stage))
 
 
-def _prepare(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str) -> StageInputs:
-    """Model, tokenizer, dataset and optimisation settings of one stage."""
+def _prepare(
+    cfg: DictConfig, store: ModelStore, domain: Domain, stage: str, twin: TwinRecipe | None = None
+) -> StageInputs:
+    """Model, tokenizer, dataset and optimisation settings of one stage (or of a twin: its own parent and data)."""
     seed = int(cfg.seed)
     if stage == "base":
         from contamlab.models.tiny import build_tiny_model, train_tokenizer
@@ -209,8 +234,10 @@ def _prepare(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str) -> 
         return StageInputs(model, tokenizer, dataset, opt, int(base.batch), 1, float(base.grad_clip), True, docs)
 
     ft = cfg.finetune
-    examples = stage_corpus(cfg, domain, stage)
-    if stage == "clean":
+    examples = twin.examples if twin is not None else stage_corpus(cfg, domain, stage)
+    if twin is not None:
+        parent = twin.parent
+    elif stage == "clean":
         parent = str(store.stage_dir(domain, "base")) if store.pretrain else store.base_source()
     else:
         parent = str(store.stage_dir(domain, "clean"))
@@ -222,9 +249,14 @@ def _prepare(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str) -> 
     micro, global_batch = int(ft.micro_batch), int(ft.global_batch)  # a multiple of micro: validation.py checks it
     accumulate = global_batch // micro
     steps_per_epoch = -(-len(dataset) // global_batch)
-    total = steps_per_epoch * (int(ft.epochs) if stage == "clean" else contaminated_epochs(cfg, domain))
+    if twin is not None:
+        epochs, lr = twin.epochs, twin.lr
+    else:
+        epochs = int(ft.epochs) if stage == "clean" else contaminated_epochs(cfg, domain)
+        lr = stage_lr(cfg, domain, stage)
+    total = steps_per_epoch * epochs
     opt = {
-        "lr": stage_lr(cfg, domain, stage),
+        "lr": lr,
         "total_steps": total,
         "schedule": ft.scheduler,
         "warmup_steps": round(float(ft.warmup) * total),
@@ -264,13 +296,19 @@ def _load_trainable(cfg: DictConfig, parent: str, stage: str):
     return get_peft_model(base, lora).train()
 
 
-def train_stage(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str, path: Path) -> None:
-    """Train one stage into ``<path>.partial`` (resuming from its last checkpoint) and move it into place."""
+def train_stage(
+    cfg: DictConfig, store: ModelStore, domain: Domain, stage: str, path: Path, twin: TwinRecipe | None = None
+) -> None:
+    """Train one stage into ``<path>.partial`` (resuming from its last checkpoint) and move it into place.
+
+    ``twin``: train the calibrated audit's twin instead of the domain's own stage (``stage`` is then
+    ``contaminated``).
+    """
     L.seed_everything(int(cfg.seed), workers=True, verbose=False)
     work = path.with_name(path.name + ".partial")
     ckpt_dir = work / "checkpoints"
     work.mkdir(parents=True, exist_ok=True)
-    inputs = _prepare(cfg, store, domain, stage)
+    inputs = _prepare(cfg, store, domain, stage, twin)
     opt = inputs.opt
     module = CausalLMModule(inputs.model, **opt)
     group = inputs.micro_batch * inputs.accumulate if cfg.finetune.get("group_by_length") else None
@@ -343,7 +381,8 @@ def train_stage(cfg: DictConfig, store: ModelStore, domain: Domain, stage: str, 
         tracking.finish(loggers)
     wall = time.perf_counter() - started
     if trainer.is_global_zero:
-        trained = TrainedStage(stage, path, work, module, inputs, wall, trainer.global_step, resumed_from)
+        key = twin.key if twin is not None else store.stage_key(domain, stage)
+        trained = TrainedStage(stage, path, work, module, inputs, wall, trainer.global_step, resumed_from, key)
         _save_stage(cfg, store, domain, trained)
         if hint := tracking.sync_hint(path):  # the final folder: W&B's own hint named <path>.partial
             log.info("stage %s: %s", stage, hint)
@@ -374,6 +413,7 @@ class TrainedStage:
         wall_s: Seconds of this run's training (a resumed stage: since the resume).
         steps: Optimiser steps at the end (``trainer.global_step``).
         resumed_from: The checkpoint this run resumed from, or None.
+        key: The stage's identity (its directory's hash).
     """
 
     stage: str
@@ -384,6 +424,7 @@ class TrainedStage:
     wall_s: float
     steps: int
     resumed_from: str | None
+    key: dict[str, Any]
 
 
 def _save_stage(cfg: DictConfig, store: ModelStore, domain: Domain, trained: TrainedStage) -> None:
@@ -395,12 +436,12 @@ def _save_stage(cfg: DictConfig, store: ModelStore, domain: Domain, trained: Tra
     model.save_pretrained(work, safe_serialization=True)
     tokenizer.save_pretrained(work)
     if stage == "contaminated":
-        domain.split.save(work / "split.json")
+        domain.split.save(work / "split.json")  # a twin's view carries its own split
     write_training_texts(work, inputs.texts)
     shutil.rmtree(work / "checkpoints", ignore_errors=True)
     losses = module.losses
     n_tokens = dataset.n_tokens()
-    key = store.stage_key(domain, stage)
+    key = trained.key
     summary = {
         "stage": stage,
         "model": str(cfg.model.name),

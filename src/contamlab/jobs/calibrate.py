@@ -1,0 +1,297 @@
+"""The calibrated audit: each membership verdict with its false alarms and power, measured on the audited model.
+
+``audit.calibrate.pool=auto`` turns it on. The plain audit reads a statistic against a fixed threshold (p < α); the
+calibration asks the audited model how that reading behaves, on a **pool** of items it cannot have seen
+(:func:`calibration_pool`):
+
+1. **Null** (no training): the model scores the pool once; each of ``null_draws`` random disjoint splits puts one side
+   in the benchmark's place and the other in the non-members' (:func:`~contamlab.metrics.calibration.pool_splits`).
+   The share of splits the reading flags is its false-alarm rate, with the audit's own references for the
+   ``/reference`` readings.
+2. **Power** (training): for each dose and each of ``twins`` seeds, a twin of the audited model is LoRA-fine-tuned on a
+   random half of the pool (verbatim, with the contaminated stage's general rows) and read as the audit reads a model:
+   the leaked half against the other half, and against the audited model itself as the reference. The share of twins
+   flagged is the power at that dose; the first dose reaching ``min_power`` is the reading's detection dose
+   (:func:`~contamlab.metrics.calibration.calibrated`).
+
+Twins are stages like any other: trained once into ``<models_dir>/<model>/twins/twin-<hash>`` (resumable, locked), and
+every score goes through the detection cache, so a rerun trains and scores nothing.
+
+Which readings are calibrated: those that compare the benchmark's items with non-member items by a per-item score
+(:attr:`~contamlab.detectors.base.Detector.reads_nonmembers`): Loss, Zlib, Min-K%, Min-K%++, DC-PDD, ReCaLL, CDD,
+each alone and against references. A detector with readings of its own (CoDeC, BenBench, ConStat, n-gram overlap)
+reads its whole item set at once, so a split of the pool is a new scoring run; its verdicts are reported as not
+calibrated.
+
+A pool is valid when (a) the audited model cannot have seen any item of it (written or generated after its training
+data was collected), and (b) its items are distributed like the benchmark's (same source, format and difficulty):
+then the null is the benchmark's null and a twin's leak is a leak of benchmark-like items. The synthetic domains
+generate such a pool (fresh problems of the benchmark's generator); for any other benchmark, give a JSONL file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from contamlab.data.domain import Domain
+from contamlab.data.jsonl import read_jsonl
+from contamlab.data.question import Question
+from contamlab.data.split import Split, draw_split
+from contamlab.detectors.base import Detector
+from contamlab.errors import ContamlabError
+from contamlab.io import content_hash
+from contamlab.metrics import calibration as C
+from contamlab.metrics import verdicts as V
+from contamlab.metrics.roc import MIN_ITEMS_PER_SIDE
+from contamlab.models.store import is_done
+
+log = logging.getLogger("contamlab")
+#: The generator stream of a generated pool (the audit's non-members use 100, ReCaLL's prefixes 0).
+POOL_SEED = 200
+#: Bump when twins train differently for the same key (part of their directory's hash).
+TWIN_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Dose:
+    """How strongly a twin learns its leaked half: passes and peak learning rate (None: the contaminated stage's)."""
+
+    epochs: int
+    lr: float
+
+    @property
+    def label(self) -> str:
+        """The dose in words: ``2 epochs at lr 0.001``."""
+        return f"{self.epochs} epoch{'s' if self.epochs != 1 else ''} at lr {self.lr:g}"
+
+
+def doses(cfg: DictConfig, domain: Domain) -> list[Dose]:
+    """``audit.calibrate.doses`` resolved: a missing epochs or lr is the contaminated stage's (the simulation's)."""
+    from contamlab.jobs.train import contaminated_epochs, stage_lr
+
+    out = []
+    for node in cfg.audit.calibrate.doses:  # each checked by validation.py
+        epochs, lr = node.get("epochs"), node.get("lr")
+        out.append(
+            Dose(
+                int(epochs) if epochs is not None else contaminated_epochs(cfg, domain),
+                float(lr) if lr is not None else stage_lr(cfg, domain, "contaminated"),
+            )
+        )
+    return out
+
+
+def calibration_pool(domain: Domain, setting: str, size: int, exclude: list[Question]) -> tuple[Domain, str]:
+    """The pool of unseen items, as a view of ``domain``, and what it is.
+
+    Args:
+        domain: The benchmark.
+        setting: ``auto`` or ``generated`` (fresh problems of the benchmark's generator, stream :data:`POOL_SEED`), or
+            a JSONL file with a ``question`` field (and ``solution``, ``answer``) of items the model cannot have seen.
+        size: Items wanted (a file gives all of its items when it has fewer).
+        exclude: Items the pool must not repeat (the benchmark, its train split, the audit's non-members): an item
+            with the same question text is dropped.
+
+    Returns:
+        ``(view, description)``.
+    """
+    seen = {q.question.strip() for q in exclude}
+    if setting in ("auto", "generated"):
+        fresh = domain.nonmember_questions(size + len(exclude) // 10 + 20, POOL_SEED)
+        if fresh is None:
+            raise ContamlabError(
+                f"audit.calibrate.pool={setting}: domain={domain.name} cannot generate problems; give a .jsonl file "
+                "of items the model cannot have seen (docs/audit.md#the-calibrated-audit)"
+            )
+        items = [q for q in fresh if q.question.strip() not in seen][:size]
+        about = f"{len(items)} fresh problems of the benchmark's generator"
+    else:
+        path = Path(setting).expanduser()
+        if not path.is_file():
+            raise ContamlabError(f"audit.calibrate.pool={setting}: use auto, generated or an existing .jsonl file")
+        rows = read_jsonl(path, required=("question",))
+        items = [
+            Question(f"pool-{i}", str(r["question"]), str(r.get("solution", "")), str(r.get("answer", "")))
+            for i, r in enumerate(rows)
+            if str(r["question"]).strip() not in seen
+        ][:size]
+        about = f"{len(items)} items from {path} ({len(rows) - len(items)} dropped or beyond the size)"
+    items = [Question(f"pool-{i}", q.question, q.solution, q.answer, q.choices) for i, q in enumerate(items)]
+    if len(items) < 2 * MIN_ITEMS_PER_SIDE:
+        raise ContamlabError(
+            f"audit.calibrate.pool: {len(items)} items; the calibration splits them in two and each side needs "
+            f"{MIN_ITEMS_PER_SIDE}: give at least {2 * MIN_ITEMS_PER_SIDE}"
+        )
+    return domain.over(items, f"calibration-pool:{setting}"), about
+
+
+class Calibration:
+    """The calibrated audit of one target: the pool, its null and its twins (see the module's docstring).
+
+    Args:
+        cfg: The audit config.
+        target: The audited model.
+        references: The audit's reference models.
+        domain: The benchmark.
+        nonmembers: The audit's non-member items (None when there are none).
+        settings: The audit's test settings.
+        progress: Show progress bars.
+    """
+
+    def __init__(self, cfg, target, references, domain: Domain, nonmembers: Domain | None, settings, progress: bool):
+        node = cfg.audit.calibrate
+        self.cfg, self.target, self.references, self.domain = cfg, target, references, domain
+        self.settings, self.progress = settings, progress
+        self.twins = int(node.twins)
+        self.min_power = float(node.min_power)
+        self.null_draws = int(node.null_draws)
+        self.doses = doses(cfg, domain)
+        n_bench = len(domain.test)
+        n_non = len(nonmembers.test) if nonmembers is not None else n_bench
+        size = int(node.pool_size) if node.get("pool_size") is not None else n_bench + n_non
+        exclude = [*domain.test, *(nonmembers.test if nonmembers is not None else [])]
+        if domain.has_train:
+            exclude += domain.train
+        self.pool, self.about = calibration_pool(domain, str(node.pool), size, exclude)
+        self.sides = (n_bench, n_non)
+        # the null's bootstrap only decides each split's flag (its p to a resolution of 1/n_boot), not an interval
+        self.null_settings = V.Settings(settings.alpha, min(settings.n_boot, 200), settings.confidence, settings.seed)
+
+    def twin_models(self) -> list[tuple[Dose, int, Split, Any]]:
+        """Every twin (dose, seed, leaked split, AuditedModel), trained where it is not yet."""
+        from contamlab.jobs.audit import AuditedModel
+
+        out = []
+        ids = [q.id for q in self.pool.test]
+        for dose in self.doses:
+            for seed in range(self.twins):
+                split = draw_split(ids, seed, 0.5)
+                path = self.train_twin(dose, seed, split)
+                out.append((dose, seed, split, AuditedModel(str(path), self.cfg, self.domain)))
+        return out
+
+    def twin_key(self, dose: Dose, seed: int, split: Split) -> dict[str, Any]:
+        """What decides a twin: its parent, pool, leaked half, dose, the fine-tuning recipe and its general rows."""
+        store = self.target.store
+        return {
+            "v": TWIN_VERSION,
+            "parent": store.identity(self.target.source),
+            "pool": self.pool.items,
+            "split": split.to_dict(),
+            "dose": {"epochs": dose.epochs, "lr": dose.lr},
+            "finetune": OmegaConf.to_container(self.cfg.finetune, resolve=True),
+            "general": self.domain.leak_general,
+            "seed": seed,
+        }
+
+    def train_twin(self, dose: Dose, seed: int, split: Split) -> Path:
+        """The twin's directory, trained now unless a finished one is there."""
+        from contamlab.jobs.train import TwinRecipe, train_stage
+        from contamlab.training import corpus
+        from contamlab.training.stage_lock import stage_lock
+
+        key = self.twin_key(dose, seed, split)
+        path = Path(self.cfg.paths.models_dir) / str(self.cfg.model.name) / "twins" / f"twin-{content_hash(key)}"
+        if is_done(path):
+            return path
+        cfg = OmegaConf.merge(self.cfg, {"seed": seed})
+        ft = cfg.finetune
+        n = self.domain.leak_general if self.domain.leak_general is not None else int(ft.general.n)
+        general = corpus.general_examples(self.domain, ft.general.source, n, seed, cfg.paths.get("data_dir"))
+        leaked = set(split.leaked)
+        view = self.pool.over(self.pool.test, "calibration-pool")
+        view.__dict__["split"] = split  # the twin's own leaked half, recorded in its split.json
+        examples = [corpus.question_example(view, q) for q in self.pool.test if q.id in leaked]
+        examples = examples * self.domain.leak_repeats + general
+        recipe = TwinRecipe(self.target.source, examples, dose.epochs, dose.lr, key)
+        with stage_lock(path, "twin"):
+            if not is_done(path):
+                log.info("calibration: training twin %d (%s) of %s into %s", seed, dose.label, self.target.spec, path)
+                train_stage(cfg, self.target.store, view, "contaminated", path, recipe)
+        return path
+
+    def _null(self, name: str, own: list[float], refs: list[list[float]], splits: list) -> dict[str, C.Rate]:
+        """False alarms of a detector's readings on the pool's splits: alone, and against the references."""
+        s = np.asarray(own, np.float64)  # [pool]
+        r = [np.asarray(x, np.float64) for x in refs]  # [refs][pool]
+        out = {name: C.false_alarms(lambda a, b: V.membership_test(s[a], s[b], self.null_settings), splits)}
+        if r:
+            out[f"{name}/reference"] = C.false_alarms(
+                lambda a, b: V.membership_vs_references((s[a], s[b]), [(x[a], x[b]) for x in r], self.null_settings),
+                splits,
+            )
+        return out
+
+    def run(self, detectors: dict[str, Detector], verdicts: list[V.Verdict]) -> tuple[list[V.Verdict], dict]:
+        """The verdicts with their calibration, and the calibration's own record for results.json.
+
+        Args:
+            detectors: The audit's detectors that ran.
+            verdicts: The plain audit's verdicts.
+        """
+        calibrated = {n: d for n, d in detectors.items() if d.reads_nonmembers}
+        moments = any(d.reads_moments for d in calibrated.values())
+        pool, progress = self.pool, self.progress
+        own = {name: self.target.score(pool, d, progress, moments)[0].scores for name, d in calibrated.items()}
+        self.target.release()
+        refs = []
+        for ref in self.references:
+            refs.append({name: ref.score(pool, d, progress, moments)[0].scores for name, d in calibrated.items()})
+            ref.release()
+        n_pool = len(pool.test)
+        splits = C.pool_splits(n_pool, *self.sides, self.null_draws, self.settings.seed)
+        null: dict[str, C.Rate] = {}
+        for name in calibrated:
+            null.update(self._null(name, own[name], [x[name] for x in refs], splits))
+        flags: dict[str, dict[str, list[bool | None]]] = {}
+        twins = []
+        for dose, seed, split, twin in self.twin_models():
+            scores = {name: twin.score(pool, d, progress, moments)[0].scores for name, d in calibrated.items()}
+            twin.release()
+            leaked = np.array([split.is_leaked(q.id) for q in pool.test])
+            a, b = np.flatnonzero(leaked), np.flatnonzero(~leaked)
+            for name in calibrated:
+                t, o = np.asarray(scores[name], np.float64), np.asarray(own[name], np.float64)
+                alone = V.membership_test(t[a], t[b], self.settings)
+                vs_original = V.membership_vs_references((t[a], t[b]), [(o[a], o[b])], self.settings)
+                flags.setdefault(name, {}).setdefault(dose.label, []).append(alone.flagged)
+                flags.setdefault(f"{name}/reference", {}).setdefault(dose.label, []).append(vs_original.flagged)
+                twins.append(
+                    {"dose": dose.label, "seed": seed, "source": twin.source, "reading": name,
+                     "auroc": alone.value, "p": alone.p_value, "auroc_minus_original": vs_original.value}
+                )  # fmt: skip
+        powers = {reading: {d: C.power(f) for d, f in per.items()} for reading, per in flags.items()}
+        out = []
+        for v in verdicts:
+            base = v.name if v.name in null or v.name in powers else None
+            if base is None:
+                why = "not calibrated: the detector reads its whole item set at once (no per-item score to split)"
+                out.append(dataclasses.replace(v, detail={**v.detail, "calibration": {"not_run": why}}))
+                continue
+            out.append(C.calibrated(v, null.get(base), powers.get(base, {}), self.min_power, self.settings.confidence))
+        record = {
+            "pool": self.about,
+            "pool_items": n_pool,
+            "null_draws": len(splits),
+            "sides": list(self.sides),
+            "doses": [d.label for d in self.doses],
+            "twins_per_dose": self.twins,
+            "min_power": self.min_power,
+            "readings": {
+                name: {
+                    "null": null[name].to_dict(self.settings.confidence) if name in null else None,
+                    "power": {d: r.to_dict(self.settings.confidence) for d, r in powers.get(name, {}).items()},
+                    "detection_dose": C.detection_dose(powers.get(name, {}), self.min_power),
+                }
+                for name in sorted({*null, *powers})
+            },
+            "twins": twins,
+        }
+        return out, record

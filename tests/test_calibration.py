@@ -1,0 +1,180 @@
+"""The calibrated audit: its statistics on hand-built scores, and the job on the tiny trained world (in-process)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from e2e import TINY
+from scipy.stats import beta
+from sklearn.metrics import roc_auc_score
+
+from contamlab.metrics import calibration as C
+from contamlab.metrics import verdicts as V
+
+SETTINGS = V.Settings(alpha=0.05, n_boot=50, seed=0)
+
+
+# -- the statistics --------------------------------------------------------------------------------------------------
+def test_pool_splits_are_disjoint_and_shrink_in_proportion():
+    for a, b in C.pool_splits(10, 4, 3, 5, seed=1):
+        assert len(a) == 4 and len(b) == 3 and not set(a) & set(b)
+    # a pool of 10 for sides of 12 and 8: 6 and 4, every item used once
+    for a, b in C.pool_splits(10, 12, 8, 5, seed=1):
+        assert (len(a), len(b)) == (6, 4) and sorted([*a, *b]) == list(range(10))
+
+
+def test_the_null_of_identical_scores_flags_about_alpha():
+    pool = np.random.default_rng(0).normal(size=400)  # one distribution: every split is a true null
+    splits = C.pool_splits(400, 100, 100, 400, seed=2)
+    rate = C.false_alarms(lambda a, b: V.membership_test(pool[a], pool[b], SETTINGS), splits)
+    assert rate.total == 400
+    # Mann-Whitney is exact under exchangeability: about 5 % (a binomial 95 % range of 400 draws is 2.9-7.4 %)
+    assert 0.025 <= rate.rate <= 0.08, rate
+
+
+def test_a_shifted_side_flags_nearly_always():
+    rng = np.random.default_rng(0)
+    pool = rng.normal(size=200)
+    shifted = pool + np.where(np.arange(200) < 100, 1.0, 0.0)  # the first hundred items score one sd higher
+    splits = [(np.sort(rng.choice(100, 50, replace=False)), 100 + np.sort(rng.choice(100, 50, replace=False)))
+              for _ in range(100)]  # fmt: skip
+    rate = C.false_alarms(lambda a, b: V.membership_test(shifted[a], shifted[b], SETTINGS), splits)
+    assert rate.rate >= 0.95, rate
+
+
+def test_power_counts_verdicts_and_its_interval_is_clopper_pearson():
+    rate = C.power([True, True, None, False])
+    assert (rate.flagged, rate.total) == (2, 3)
+    low, high = rate.interval(0.95)
+    # Clopper-Pearson by its beta quantiles
+    assert low == pytest.approx(beta.ppf(0.025, 2, 2)) and high == pytest.approx(beta.ppf(0.975, 3, 1))
+    assert C.power([None]).rate is None and C.power([None]).interval() is None
+
+
+def test_a_twins_reading_is_the_auroc_sklearn_gives():
+    rng = np.random.default_rng(3)
+    leaked, other = rng.normal(0.5, 1, 40), rng.normal(0, 1, 40)
+    v = V.membership_test(leaked, other, SETTINGS)
+    assert v.value == pytest.approx(roc_auc_score([1] * 40 + [0] * 40, np.r_[leaked, other]))
+
+
+def _verdict(flagged):
+    return V.Verdict("loss", "AUROC", 0.7, [0.6, 0.8], 0.01, "benchmark items score higher", flagged)
+
+
+def test_the_detection_dose_is_the_first_that_reaches_the_power():
+    powers = {"1 epoch": C.Rate(1, 3), "2 epochs": C.Rate(3, 3), "4 epochs": C.Rate(3, 3)}
+    v = C.calibrated(_verdict(True), C.Rate(9, 200), powers, min_power=0.8)
+    assert v.flagged is True
+    assert v.detail["calibration"]["detection_dose"] == "2 epochs"
+    assert v.detail["calibration"]["null"]["flagged"] == 9 and "power 3/3 at 2 epochs" in v.verdict
+
+
+def test_an_underpowered_reading_gives_no_verdict_either_way():
+    powers = {"1 epoch": C.Rate(1, 3), "2 epochs": C.Rate(2, 3)}
+    for flagged in (True, False):
+        v = C.calibrated(_verdict(flagged), C.Rate(10, 200), powers, min_power=0.8)
+        assert v.flagged is None and v.verdict.startswith("underpowered on this model")
+        assert "2/3" in v.verdict and v.detail["calibration"]["detection_dose"] is None
+    # a reading without a verdict stays without one, and keeps its words
+    v = C.calibrated(V.Verdict("loss", "AUROC", None, None, None, "no scored items", None), None, powers, 0.8)
+    assert v.verdict == "no scored items" and v.flagged is None
+
+
+# -- the job, in-process on the tiny trained world -------------------------------------------------------------------
+def _audit(tmp, out, cache, *extra):
+    from contamlab.config import compose
+    from contamlab.validation import validate
+
+    cfg = compose(
+        "audit",
+        [
+            *TINY,
+            f"paths.models_dir={tmp / 'models'}",
+            f"paths.cache_dir={cache}",
+            f"paths.output_dir={out}",
+            "audit.target=contaminated",
+            "audit.references=[clean]",
+            "audit.detectors=[loss,codec]",
+            "audit.mitigate=[]",
+            "audit.n_boot=50",
+            "audit.calibrate.pool=auto",
+            "audit.calibrate.twins=2",
+            "audit.calibrate.null_draws=30",
+            "trainer.enable_progress_bar=false",
+            "logger=csv",
+            "progress=false",
+            *extra,
+        ],
+    )
+    validate(cfg)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    return cfg
+
+
+def test_the_calibrated_audit_measures_null_and_power_and_a_rerun_trains_nothing(trained, tmp_path, monkeypatch):
+    from contamlab.jobs import audit, train
+    from contamlab.models.store import read_training_texts
+
+    tmp, _, _ = trained
+    twins: list[str] = []
+    train_stage = train.train_stage
+
+    def counted(*args, **kwargs):
+        twins.append(str(args[4]))
+        return train_stage(*args, **kwargs)
+
+    monkeypatch.setattr(train, "train_stage", counted)
+    cache = tmp_path / "cache"
+    first = audit.run(_audit(tmp, tmp_path / "first", cache))["audit"]
+    record = first["calibration"]
+    assert len(twins) == 2 and record["twins_per_dose"] == 2 and record["null_draws"] == 30
+    readings = {v["name"]: v for v in first["verdicts"]}
+    for name in ("loss", "loss/reference"):
+        cal = readings[name]["detail"]["calibration"]
+        assert cal["null"]["total"] == 30
+        (power,) = cal["power"].values()  # one dose: the contaminated stage's
+        assert power["total"] == 2 and 0 <= power["flagged"] <= 2
+    assert "not_run" in readings["codec/bands"]["detail"]["calibration"]
+    # the pool is unseen: no pool item in any training text of any stage (base, clean, contaminated)
+    from contamlab.jobs.calibrate import Calibration
+
+    cfg = _audit(tmp, tmp_path / "probe", cache)
+    from contamlab.config import build_domain
+    from contamlab.jobs.audit import AuditedModel, nonmember_items
+
+    domain = build_domain(cfg.domain)
+    target = AuditedModel("contaminated", cfg, domain)
+    nonmembers, _ = nonmember_items(domain, "auto")
+    pool = Calibration(cfg, target, [], domain, nonmembers, SETTINGS, False).pool
+    stages = [p for p in (tmp / "models").rglob("train_summary.json") if "twins" not in p.parts]
+    assert len(stages) >= 3
+    texts = "\n".join(t for p in stages for t in read_training_texts(p.parent) or [])
+    assert texts and not [q.id for q in pool.test if q.question in texts]
+    assert not {q.question for q in pool.test} & {q.question for q in nonmembers.test}
+    # a rerun reads every twin and score: no training, no model loaded
+    from contamlab.models.store import ModelStore
+
+    loads: list[str] = []
+    monkeypatch.setattr(ModelStore, "load", lambda self, source: loads.append(source))
+    second = audit.run(_audit(tmp, tmp_path / "second", cache))["audit"]
+    assert len(twins) == 2 and loads == []
+    assert second["calibration"]["readings"] == record["readings"]
+
+
+def test_the_calibration_table_counts_verdicts_against_the_truth():
+    from contamlab.analysis.audit import calibration_table
+
+    def audit(contaminated, flagged, underpowered=False):
+        cal = {"null": {"flagged": 3, "total": 100}, "power": {"2 epochs": {"flagged": 3, "total": 3}}}
+        verdict = "underpowered on this model: …" if underpowered else "…"
+        v = {"name": "loss", "flagged": None if underpowered else flagged, "verdict": verdict,
+             "detail": {"calibration": cal}}  # fmt: skip
+        codec = {"name": "codec/bands", "flagged": False, "verdict": "…", "detail": {"calibration": {"not_run": "…"}}}
+        truth = {"contaminated": contaminated, "leak": "verbatim" if contaminated else None}
+        return {"audit": {"truth": truth, "calibration": {"pool": "…"}, "verdicts": [v, codec]}}
+
+    table = calibration_table([audit(False, False), audit(False, True), audit(True, True), audit(True, None, True)])
+    row = next(line for line in table.splitlines() if line.startswith("| loss"))
+    assert row == "| loss | 1/2 | 1/1 (1 underpowered) | — | 12/400 | 12/12 |"
+    assert "codec" not in table
