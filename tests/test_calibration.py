@@ -162,6 +162,35 @@ def test_the_calibrated_audit_measures_null_and_power_and_a_rerun_trains_nothing
     assert second["calibration"]["readings"] == record["readings"]
 
 
+def test_a_partial_dose_trains_on_its_share_of_the_benchmark_side_and_reads_the_whole_side(monkeypatch):
+    from types import SimpleNamespace
+
+    from contamlab.jobs import audit
+    from contamlab.jobs.calibrate import Calibration, Dose
+
+    full, half = Dose(2, 1e-3), Dose(1, 5e-4, 0.5)
+    assert (full.label, half.label) == ("2 epochs at lr 0.001", "1 epoch at lr 0.0005, 50% leaked")
+    assert full.to_key() == {"epochs": 2, "lr": 1e-3}  # a full leak keeps its old twin key
+    assert half.to_key() == {"epochs": 1, "lr": 5e-4, "fraction": 0.5}
+    cal = object.__new__(Calibration)  # twin_models needs the pool, doses and twin count only
+    cal.pool = SimpleNamespace(test=[SimpleNamespace(id=f"p{i}") for i in range(40)])
+    cal.doses, cal.twins = [full, half], 2
+    cal.cfg = cal.domain = None
+    trained = []
+    monkeypatch.setattr(Calibration, "train_twin", lambda self, dose, seed, split: trained.append(split) or Path("t"))
+    monkeypatch.setattr(audit, "AuditedModel", lambda *args: None)
+    twins = cal.twin_models()
+    assert len(twins) == len(trained) == 4
+    for (dose, _seed, sides, _), split in zip(twins, trained):
+        assert len(sides.leaked) == len(sides.unleaked) == 20  # read: one half of the pool against the other
+        if dose is full:
+            assert split == sides
+        else:  # trained on 10 of its 20 benchmark-side items, the rest of the pool unseen
+            assert len(split.leaked) == 10 and set(split.leaked) < set(sides.leaked)
+            assert len(split.unleaked) == 30
+    assert trained[2].leaked != trained[3].leaked  # each twin seed draws its own share
+
+
 def test_the_calibration_table_counts_verdicts_against_the_truth():
     from contamlab.analysis.audit import calibration_table
 

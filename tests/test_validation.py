@@ -73,6 +73,8 @@ def test_bad_train_value_is_one_line(tmp_path):
         ("audit", "audit.calibrate.doses=[{epochs: 0}]", "audit.calibrate.doses=[{'epochs': 0}]: must be a non-empty"),
         ("audit", "audit.calibrate.doses=[{lr: -1}]", "audit.calibrate.doses=[{'lr': -1}]: must be a non-empty"),
         ("audit", "audit.calibrate.doses=[]", "audit.calibrate.doses=[]: must be a non-empty list"),
+        ("audit", "audit.calibrate.doses=[{fraction: 0}]", "audit.calibrate.doses=[{'fraction': 0}]: must be a non"),
+        ("audit", "audit.calibrate.doses=[{fraction: 1.5}]", "{'fraction': 1.5}]: must be a non-empty list of"),
         ("audit", "audit.calibrate.pool_size=3", "audit.calibrate.pool_size=3: must be an integer >= 20, or null"),
     ],
 )

@@ -137,11 +137,15 @@ _STRINGS = (lambda v: isinstance(v, list) and all(isinstance(x, str) and x.strip
 
 
 def _dose(d: Any) -> bool:
-    """One twin dose of the calibrated audit: ``{epochs: int >= 1 | null, lr: number > 0 | null}``."""
-    if not isinstance(d, dict) or not set(d) <= {"epochs", "lr"}:
+    """One twin dose of the calibrated audit: ``{epochs: int >= 1 | null, lr: > 0 | null, fraction: (0, 1] | null}``."""
+    if not isinstance(d, dict) or not set(d) <= {"epochs", "lr", "fraction"}:
         return False
-    epochs, lr = d.get("epochs"), d.get("lr")
-    return (epochs is None or (_is_int(epochs) and epochs >= 1)) and (lr is None or (_is_number(lr) and lr > 0))
+    epochs, lr, fraction = d.get("epochs"), d.get("lr"), d.get("fraction")
+    return (
+        (epochs is None or (_is_int(epochs) and epochs >= 1))
+        and (lr is None or (_is_number(lr) and lr > 0))
+        and (fraction is None or (_is_number(fraction) and 0 < fraction <= 1))
+    )
 
 
 AUDIT: dict[str, tuple[Check, str]] = {
@@ -161,7 +165,7 @@ AUDIT: dict[str, tuple[Check, str]] = {
     "audit.calibrate.min_power": number(0, 1, low_open=True),
     "audit.calibrate.doses": (
         lambda v: isinstance(v, list) and bool(v) and all(_dose(d) for d in v),
-        "a non-empty list of {epochs: an integer >= 1 or null, lr: a number > 0 or null}",
+        "a non-empty list of {epochs: an integer >= 1 or null, lr: a number > 0 or null, fraction: in (0, 1] or null}",
     ),
 }
 SAMPLERS: dict[str, dict[str, tuple[Check, str]]] = {

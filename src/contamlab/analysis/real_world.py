@@ -192,11 +192,18 @@ def meta_audit_sections(results: Sequence[tuple[Path, dict[str, Any]]]) -> list[
 
 
 def training_table(models_dir: Path) -> str | None:
-    """Markdown: every trained stage of the real LMs, its steps, tokens per second and wall time."""
-    found = []
+    """Markdown: every trained stage of the real LMs, its steps, tokens per second and wall time.
+
+    A calibrated audit's twins (``<model>/twins/``) are summed on a line of their own: they are the audit's cost,
+    not stages of the study.
+    """
+    found, twins = [], []
     for path in models_dir.glob("*/*/*/train_summary.json"):
         s = json.loads(path.read_text())
         if s.get("model") == "tiny" or path.parent.name.endswith(".partial"):
+            continue
+        if path.parent.parent.name == "twins":
+            twins.append(s)
             continue
         found.append((s["model"], s["domain"], s["stage"], s.get("key_fields", {}).get("seed"), s))
     if not found:
@@ -209,7 +216,17 @@ def training_table(models_dir: Path) -> str | None:
     total = {m: sum(f[4]["wall_s"] for f in found if f[0] == m) for m in sorted({f[0] for f in found})}
     head = "| model | domain | stage | seed | steps | tokens per epoch | tok/s | wall (s) | precision |\n|" + "---|" * 9
     sums = "; ".join(f"{m} {t / 60:.1f} min" for m, t in total.items())
-    return head + "\n" + "\n".join(rows) + f"\n\nTraining time, the stages' own wall times summed: {sums}."
+    twin_line = ""
+    if twins:
+        per_model = {m: [t for t in twins if t["model"] == m] for m in sorted({t["model"] for t in twins})}
+        twin_line = (
+            " Calibration twins, trained apart: "
+            + "; ".join(
+                f"{m} {len(ts)} twins, {sum(t['wall_s'] for t in ts) / 60:.1f} min" for m, ts in per_model.items()
+            )
+            + "."
+        )
+    return head + "\n" + "\n".join(rows) + f"\n\nTraining time, the stages' own wall times summed: {sums}.{twin_line}"
 
 
 def write_report(root: Path, tiny_root: Path | None = None, models_dir: Path | None = None) -> Path:

@@ -9,8 +9,9 @@ calibration asks the audited model how that reading behaves, on a **pool** of it
    The share of splits the reading flags is its false-alarm rate, with the audit's own references for the
    ``/reference`` readings.
 2. **Power** (training): for each dose and each of ``twins`` seeds, a twin of the audited model is LoRA-fine-tuned on a
-   random half of the pool (verbatim, with the contaminated stage's general rows) and read as the audit reads a model:
-   the leaked half against the other half, and against the audited model itself as the reference. The share of twins
+   random half of the pool (verbatim, with the contaminated stage's general rows; at a dose with ``fraction < 1``, on
+   that share of the half) and read as the audit reads a model: that half against the other half, and against the
+   audited model itself as the reference. The share of twins
    flagged is the power at that dose; the first dose reaching ``min_power`` is the reading's detection dose
    (:func:`~contamlab.metrics.calibration.calibrated`).
 
@@ -61,19 +62,36 @@ TWIN_VERSION = 1
 
 @dataclass(frozen=True)
 class Dose:
-    """How strongly a twin learns its leaked half: passes and peak learning rate (None: the contaminated stage's)."""
+    """How strongly a twin's benchmark side leaks.
+
+    Attributes:
+        epochs: Passes over the leaked items.
+        lr: Peak learning rate.
+        fraction: Share of the twin's benchmark side that it trains on (1: all of it). A released model may have seen
+            part of a benchmark only; the simulation's contaminated models saw half (``domain.leak_fraction``).
+    """
 
     epochs: int
     lr: float
+    fraction: float = 1.0
 
     @property
     def label(self) -> str:
-        """The dose in words: ``2 epochs at lr 0.001``."""
-        return f"{self.epochs} epoch{'s' if self.epochs != 1 else ''} at lr {self.lr:g}"
+        """The dose in words: ``2 epochs at lr 0.001`` or ``2 epochs at lr 0.001, 50% leaked``."""
+        words = f"{self.epochs} epoch{'s' if self.epochs != 1 else ''} at lr {self.lr:g}"
+        return words if self.fraction == 1.0 else f"{words}, {self.fraction:.0%} leaked"
+
+    def to_key(self) -> dict[str, Any]:
+        """Its part of a twin's identity (a full leak keeps the key it had before fractions existed)."""
+        key: dict[str, Any] = {"epochs": self.epochs, "lr": self.lr}
+        return key if self.fraction == 1.0 else {**key, "fraction": self.fraction}
 
 
 def doses(cfg: DictConfig, domain: Domain) -> list[Dose]:
-    """``audit.calibrate.doses`` resolved: a missing epochs or lr is the contaminated stage's (the simulation's)."""
+    """``audit.calibrate.doses`` resolved: a missing epochs or lr is the contaminated stage's (the simulation's).
+
+    A missing ``fraction`` is 1: the twin's whole benchmark side leaks.
+    """
     from contamlab.jobs.train import contaminated_epochs, stage_lr
 
     out = []
@@ -83,6 +101,7 @@ def doses(cfg: DictConfig, domain: Domain) -> list[Dose]:
             Dose(
                 int(epochs) if epochs is not None else contaminated_epochs(cfg, domain),
                 float(lr) if lr is not None else stage_lr(cfg, domain, "contaminated"),
+                float(node.get("fraction") if node.get("fraction") is not None else 1.0),
             )
         )
     return out
@@ -165,16 +184,24 @@ class Calibration:
         self.null_settings = V.Settings(settings.alpha, min(settings.n_boot, 200), settings.confidence, settings.seed)
 
     def twin_models(self) -> list[tuple[Dose, int, Split, Any]]:
-        """Every twin (dose, seed, leaked split, AuditedModel), trained where it is not yet."""
+        """Every twin (dose, seed, sides, AuditedModel), trained where it is not yet.
+
+        ``sides.leaked`` is the twin's benchmark side, read against ``sides.unleaked``; the twin trained on all of
+        its benchmark side or, at a dose with ``fraction < 1``, on a seeded random share of it.
+        """
         from contamlab.jobs.audit import AuditedModel
 
         out = []
         ids = [q.id for q in self.pool.test]
         for dose in self.doses:
             for seed in range(self.twins):
-                split = draw_split(ids, seed, 0.5)
-                path = self.train_twin(dose, seed, split)
-                out.append((dose, seed, split, AuditedModel(str(path), self.cfg, self.domain)))
+                sides = draw_split(ids, seed, 0.5)
+                trained = sides
+                if dose.fraction < 1.0:
+                    part = set(draw_split(sides.leaked, seed, dose.fraction).leaked)
+                    trained = Split(tuple(i for i in ids if i in part), tuple(i for i in ids if i not in part), seed)
+                path = self.train_twin(dose, seed, trained)
+                out.append((dose, seed, sides, AuditedModel(str(path), self.cfg, self.domain)))
         return out
 
     def twin_key(self, dose: Dose, seed: int, split: Split) -> dict[str, Any]:
@@ -185,7 +212,7 @@ class Calibration:
             "parent": store.identity(self.target.source),
             "pool": self.pool.items,
             "split": split.to_dict(),
-            "dose": {"epochs": dose.epochs, "lr": dose.lr},
+            "dose": dose.to_key(),
             "finetune": OmegaConf.to_container(self.cfg.finetune, resolve=True),
             "general": self.domain.leak_general,
             "seed": seed,
@@ -252,10 +279,10 @@ class Calibration:
             null.update(self._null(name, own[name], [x[name] for x in refs], splits))
         flags: dict[str, dict[str, list[bool | None]]] = {}
         twins = []
-        for dose, seed, split, twin in self.twin_models():
+        for dose, seed, sides, twin in self.twin_models():
             scores = {name: twin.score(pool, d, progress, moments)[0].scores for name, d in calibrated.items()}
             twin.release()
-            leaked = np.array([split.is_leaked(q.id) for q in pool.test])
+            leaked = np.array([sides.is_leaked(q.id) for q in pool.test])  # [pool] the benchmark side
             a, b = np.flatnonzero(leaked), np.flatnonzero(~leaked)
             for name in calibrated:
                 t, o = np.asarray(scores[name], np.float64), np.asarray(own[name], np.float64)
