@@ -36,7 +36,7 @@ TASK = "gsm8k_cot"
 FILTERS = ("strict-match", "flexible-extract")
 
 
-def contamlab_greedy(items: int, threads: int) -> tuple[dict[str, dict], str, float | None]:
+def contamlab_greedy(items: int, threads: int, extra: list[str]) -> tuple[dict[str, dict], str, float | None]:
     """contamlab's greedy response and correctness (per filter) of the first ``items`` items, the model dir, seconds.
 
     The greedy responses go through the sample cache under ``paths.cache_dir``, as the evaluation job's do: a rerun
@@ -49,7 +49,7 @@ def contamlab_greedy(items: int, threads: int) -> tuple[dict[str, dict], str, fl
     from contamlab.jobs.common import model_store, sampling_setup
 
     torch.set_num_threads(threads)
-    overrides = ["model=smollm2", "domain=lm_eval", f"domain.task={TASK}", f"domain.max_test={items}"]
+    overrides = ["model=smollm2", "domain=lm_eval", f"domain.task={TASK}", f"domain.max_test={items}", *extra]
     cfg = compose("evaluate", [*overrides, "progress=true"])  # the converted model in the usual cache
     domain = build_domain(cfg.domain)
     store, setup = model_store(cfg), sampling_setup(cfg)
@@ -140,8 +140,10 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=100, help="the first N GSM8K test items (lm_eval --limit)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=16, help="lm_eval's --batch_size")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "lm-eval-parity.json")
+    parser.add_argument("overrides", nargs="*", help="contamlab config overrides, e.g. paths.cache_dir=/tmp/c")
     args = parser.parse_args()
-    ours, model_dir, ours_s = contamlab_greedy(args.items, args.threads)
+    ours, model_dir, ours_s = contamlab_greedy(args.items, args.threads, args.overrides)
     theirs, theirs_s = lm_eval_greedy(model_dir, args.items, args.threads, args.batch_size)
     missing = sorted(set(ours) ^ set(theirs), key=int)
     if missing:
@@ -182,10 +184,9 @@ def main() -> None:
     print(f"identical responses: {report['same_response']}/{len(ours)}; wall s: {report['wall_s']}")
     for d in differ:
         print(f"  item {d['doc_id']} ({d['id']}): {d['where']}")
-    path = REPO / "benchmarks" / "results" / "lm-eval-parity.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=1) + "\n")
-    print(f"wrote {path.relative_to(REPO)}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

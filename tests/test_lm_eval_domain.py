@@ -199,3 +199,26 @@ def test_config_mistakes_fail_before_any_data_loads(monkeypatch):
     )
     with pytest.raises(ContamlabError, match=r"pip install 'contamlab\[lm-eval\]'"):
         load_domain("lm_eval")
+
+
+@pytest.mark.slow
+def test_the_parity_script_gets_lm_evals_own_responses(tmp_path):
+    """benchmarks/lm_eval_parity.py (docs/benchmarks.md): SmolLM2's greedy gsm8k_cot answers, ours and lm_eval's."""
+    import subprocess
+    import sys
+
+    from contamlab.models.smollm2 import SmolLM2NotInstalledError, find_gguf
+
+    try:
+        find_gguf()
+    except SmolLM2NotInstalledError as err:
+        pytest.skip(str(err))
+    repo = Path(__file__).resolve().parents[1]
+    out = tmp_path / "parity.json"
+    command = [sys.executable, str(repo / "benchmarks" / "lm_eval_parity.py"), "--items", "3", "--batch-size", "3",
+               "--out", str(out), f"paths.cache_dir={tmp_path / 'cache'}"]  # fmt: skip
+    subprocess.run(command, check=True, cwd=tmp_path)
+    report = json.loads(out.read_text())
+    assert report["same_response"] == 3 and report["differences"] == []
+    assert report["same_correctness"] == {"strict-match": 3, "flexible-extract": 3}
+    assert isinstance(report["wall_s"]["contamlab"], float)  # a fresh cache: generated and timed, not read
