@@ -1,12 +1,19 @@
 import os
-import sys
 from pathlib import Path
 
-import prewarmed
 import pytest
+
+from contamlab.config import spin_less_when_busy
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("CONTAMLAB_DATA_DIR", REPO.parent / "shared" / "data"))
+
+# What each entry point does first (contamlab.config.run_safely), here before this process imports torch: on a busy
+# machine (make test's two workers on two cores) OpenMP's waiting threads sleep instead of spin. The jobs the tests
+# run in-process (tests/jobs.py: the trained worlds' two-thread base stages) and the prewarmed server's forks (it
+# inherits this environment) train as a train.py process would; spinning, the small world's training took 7x longer
+# on a busy 2-core machine. It changes no number (docs/performance.md).
+spin_less_when_busy()
 
 
 @pytest.fixture(scope="session")
@@ -37,8 +44,8 @@ def _set_test_env(mp: pytest.MonkeyPatch, root: Path) -> None:
 def _session_env(_root):
     """The test environment for the session fixtures too (the trained worlds), which run before any test's.
 
-    A worker's prewarmed server (tests/prewarmed.py) takes the environment of its first run, which may be a session
-    fixture's: the same environment as the tests' lets every later run fork from it.
+    The worlds train in-process (tests/jobs.py) and leave the environment as they found it; a worker's prewarmed
+    server (tests/prewarmed.py) takes the environment of its first process run, so that every later run forks from it.
     """
     with pytest.MonkeyPatch.context() as mp:
         _set_test_env(mp, _root)
@@ -99,18 +106,18 @@ def pytest_sessionfinish(session, exitstatus):
 
 @pytest.fixture(scope="session")
 def trained(tmp_path_factory):
-    """A tiny default world trained once per test session by the real train.py."""
-    from e2e import make_trained
+    """A tiny default world trained once per test session by train.py's job, in-process (tests/jobs.py)."""
+    from jobs import make_trained
 
     return make_trained(tmp_path_factory)
 
 
-def train_world(cwd: Path, *overrides: str) -> None:
-    """The real train.py on the arith world in ``cwd``."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    args = [sys.executable, str(REPO / "train.py"), "domain=arith", "logger=csv", *overrides]
-    result = prewarmed.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+def train_world(tmp: Path, *overrides: str) -> dict[str, Path]:
+    """train.py's job on the arith world, in-process, its models under ``tmp/models``; returns the stage dirs."""
+    from jobs import job_config, run_job
+
+    overrides = ("domain=arith", "logger=csv", f"paths.models_dir={tmp / 'models'}", *overrides)
+    return run_job("train", job_config("train", tmp / "runs" / "train", *overrides))
 
 
 @pytest.fixture(scope="session")
@@ -122,9 +129,9 @@ def small_world(tmp_path_factory):
     from e2e import SMALL_WORLD
 
     tmp = tmp_path_factory.mktemp("small-world")
-    common = [*SMALL_WORLD, "trainer.enable_progress_bar=false", f"paths.models_dir={tmp / 'models'}"]
-    train_world(tmp, *common, f"hydra.run.dir={tmp / 'hydra'}")
-    train_world(tmp, *common, "seed=1", "stage=clean", f"hydra.run.dir={tmp / 'hydra-1'}")
+    common = [*SMALL_WORLD, "trainer.enable_progress_bar=false"]
+    train_world(tmp, *common)
+    train_world(tmp, *common, "seed=1", "stage=clean")
     return tmp
 
 

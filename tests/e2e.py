@@ -1,9 +1,12 @@
-"""Shared helpers of the end-to-end tests: tiny overrides and a runner for the real entry points."""
+"""Shared helpers of the end-to-end tests: tiny overrides and runners for the real entry points as processes.
+
+For the tests about what a process adds (exit status, stderr, console output, multirun); a job's results are tested
+in-process (:mod:`jobs`).
+"""
 
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import prewarmed
@@ -57,14 +60,6 @@ def stage_dirs(tmp: Path) -> dict[str, Path]:
         return {}
     # a stage's lock file (.<stage dir>.lock) sits beside it
     return {p.name.rsplit("-", 1)[0]: p for p in root.iterdir() if not p.name.endswith(".partial") and p.name[0] != "."}
-
-
-def make_trained(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("train")
-    t0 = time.perf_counter()
-    result = train(tmp, tag="first")
-    assert result.returncode == 0, result.stdout + result.stderr
-    return tmp, result, time.perf_counter() - t0
 
 
 def evaluate(tmp: Path, *overrides: str, multirun: bool = False, tag: str = "eval", fresh: bool = False):

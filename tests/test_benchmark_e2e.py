@@ -1,4 +1,4 @@
-"""Benchmarks beyond the built-in domains through the real entry points.
+"""Benchmarks beyond the built-in domains, through the entry points' jobs run in-process (:mod:`jobs`).
 
 - ``arith_mc``, the offline multiple-choice benchmark: trains (base, clean, contaminated) and evaluates under RailCap.
 - A JSONL benchmark written by hand with nothing but a domain YAML beside it (``hydra.searchpath``), evaluated and
@@ -6,17 +6,16 @@
 """
 
 import json
-import sys
 
-import prewarmed
-from e2e import REPO, TINY, evaluate, stage_dirs, train
+from e2e import TINY, stage_dirs
+from jobs import job_config, run_audit, run_evaluate, run_job, run_train
 
 
 def audit(tmp, *overrides: str, tag: str = "audit", world: bool = True):
-    """The real audit.py (short sampling, few bootstrap draws); ``world``: on the tiny world trained under ``tmp``."""
-    args = [
-        sys.executable,
-        str(REPO / "audit.py"),
+    """audit.py's job (short sampling, few bootstrap draws) into ``tmp/audit-<tag>``; ``world``: on the tiny world
+    trained under ``tmp``."""
+    return run_audit(
+        tmp / f"audit-{tag}",
         *[o for o in TINY if not o.startswith("trainer.") and (world or not o.lstrip("+").startswith("domain."))],
         f"paths.models_dir={tmp / 'models'}",
         f"paths.cache_dir={tmp / 'cache'}",
@@ -26,31 +25,24 @@ def audit(tmp, *overrides: str, tag: str = "audit", world: bool = True):
         "audit.mitigate=[railcap]",
         "detectors.benbench.include_train=false",
         "progress=false",
-        f"hydra.run.dir={tmp / f'audit-{tag}'}",
         *overrides,
-    ]
-    return prewarmed.run(args, cwd=tmp, capture_output=True, text=True, timeout=600)
+    )
 
 
 def test_arith_mc_trains_and_evaluates(tmp_path):
-    result = train(tmp_path, "domain=arith_mc", tag="mc")
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    run_train(tmp_path, "domain=arith_mc")
     assert {p.name.split("-")[0] for p in (tmp_path / "models" / "tiny" / "arith_mc").iterdir()} >= {
         "base",
         "clean",
         "contaminated",
     }
-    done = evaluate(tmp_path, "domain=arith_mc", "strategy=railcap", "analysis.floor=false", tag="mc-eval")
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run_evaluate(tmp_path, tmp_path / "runs" / "mc-eval", "domain=arith_mc", "strategy=railcap", "analysis.floor=false")
     results = json.loads((tmp_path / "runs" / "mc-eval" / "results.json").read_text())
     assert results["counts"]["questions"] == 20
     rows = (tmp_path / "runs" / "mc-eval" / "per_question.csv").read_text().splitlines()
     assert len(rows) == 21
     # the audit of the contaminated model against its clean twin, on the choice benchmark
-    done = audit(
-        tmp_path, "domain=arith_mc", "audit.references=[clean]", "audit.detectors=[loss,codec,constat]", tag="mc"
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    audit(tmp_path, "domain=arith_mc", "audit.references=[clean]", "audit.detectors=[loss,codec,constat]", tag="mc")
     verdicts = {
         v["name"]: v for v in json.loads((tmp_path / "audit-mc" / "results.json").read_text())["audit"]["verdicts"]
     }
@@ -107,23 +99,16 @@ def test_a_jsonl_benchmark_with_only_a_yaml(trained, tmp_path):
         "logger=csv",
     ]
     corpus = f"detector.corpus={dirs['contaminated-arith'] / 'training_texts.jsonl'}"
+    detectors = ("loss", "zlib", "mink", "minkpp", "cdd", "recall", "constat", "benbench", "codec")
     runs = [
-        ("railcap", [], ["strategy=railcap"]),
-        ("detectors", ["-m"], ["strategy=none", "detector=loss,zlib,mink,minkpp,cdd,recall,constat,benbench,codec"]),
+        ("railcap", ["strategy=railcap"]),
+        *((f"detectors/{name}", ["strategy=none", f"detector={name}"]) for name in detectors),
         # a pair trained elsewhere has no recorded training data: these two read a corpus file
-        ("corpus/ngram", [], ["strategy=none", "detector=ngram", corpus]),
-        ("corpus/dcpdd", [], ["strategy=none", "detector=dcpdd", corpus]),
+        ("corpus/ngram", ["strategy=none", "detector=ngram", corpus]),
+        ("corpus/dcpdd", ["strategy=none", "detector=dcpdd", corpus]),
     ]
-    for tag, flags, extra in runs:
-        where = f"hydra.sweep.dir={tmp_path / tag}" if flags else f"hydra.run.dir={tmp_path / tag}"
-        done = prewarmed.run(
-            [sys.executable, str(REPO / "evaluate.py"), *flags, *common, *extra, where],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            cwd=tmp_path,
-        )
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for tag, extra in runs:
+        run_job("evaluate", job_config("evaluate", tmp_path / tag, *common, *extra))
     results = json.loads((tmp_path / "railcap" / "results.json").read_text())
     assert results["counts"] == {**results["counts"], "questions": 20, "leaked": 10, "m": 4}
     scored = {}
@@ -134,7 +119,7 @@ def test_a_jsonl_benchmark_with_only_a_yaml(trained, tmp_path):
     for name, det in scored.items():
         assert det["n_scored"] == 20 and 0.0 <= det["auroc"] <= 1.0, name
     # the audit of a model directory on the benchmark, its paraphrase file as the non-member items, every detector
-    done = audit(
+    audit(
         tmp_path,
         *[c for c in common if c.startswith(("hydra.", "domain="))],
         f"audit.target={dirs['contaminated-arith']}",
@@ -143,7 +128,6 @@ def test_a_jsonl_benchmark_with_only_a_yaml(trained, tmp_path):
         tag="mine",
         world=False,
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     audited = json.loads((tmp_path / "audit-mine" / "results.json").read_text())["audit"]
     assert audited["truth"] is None and audited["nonmembers"].startswith("20 rewrites")
     assert not [k for k, v in audited["detectors"].items() if "not_run" in v]  # all 11 ran

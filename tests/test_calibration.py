@@ -165,8 +165,11 @@ def test_the_calibrated_audit_measures_null_and_power_and_a_rerun_trains_nothing
 def test_a_partial_dose_trains_on_its_share_of_the_benchmark_side_and_reads_the_whole_side(monkeypatch):
     from types import SimpleNamespace
 
-    from contamlab.jobs import audit
     from contamlab.jobs.calibrate import Calibration, Dose
+
+    class Opened:  # the audited model's class: a twin is opened as its parent was
+        def __init__(self, source, cfg, domain):
+            self.source = source
 
     full, half = Dose(2, 1e-3), Dose(1, 5e-4, 0.5)
     assert (full.label, half.label) == ("2 epochs at lr 0.001", "1 epoch at lr 0.0005, 50% leaked")
@@ -176,12 +179,13 @@ def test_a_partial_dose_trains_on_its_share_of_the_benchmark_side_and_reads_the_
     cal.pool = SimpleNamespace(test=[SimpleNamespace(id=f"p{i}") for i in range(40)])
     cal.doses, cal.twins = [full, half], 2
     cal.cfg = cal.domain = None
+    cal.target = Opened("parent", None, None)
     trained = []
     monkeypatch.setattr(Calibration, "train_twin", lambda self, dose, seed, split: trained.append(split) or Path("t"))
-    monkeypatch.setattr(audit, "AuditedModel", lambda *args: None)
     twins = cal.twin_models()
     assert len(twins) == len(trained) == 4
-    for (dose, _seed, sides, _), split in zip(twins, trained):
+    for (dose, _seed, sides, twin), split in zip(twins, trained):
+        assert isinstance(twin, Opened) and twin.source == "t"
         assert len(sides.leaked) == len(sides.unleaked) == 20  # read: one half of the pool against the other
         if dose is full:
             assert split == sides

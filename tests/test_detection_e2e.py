@@ -70,7 +70,6 @@ def test_detection_through_the_entry_point(trained):
 
 def test_detector_with_strategy_adds_detection(trained):
     tmp, _, _ = trained
-    result = evaluate(tmp, "strategy=identity", "detector=zlib", tag="detect-with-strategy")
-    assert result.returncode == 0, result.stdout + result.stderr
+    run_evaluate(tmp, tmp / "runs" / "detect-with-strategy", "strategy=identity", "detector=zlib")
     results = json.loads((tmp / "runs" / "detect-with-strategy" / "results.json").read_text())
     assert "metrics" in results and results["detection"]["detector"]["name"] == "zlib"

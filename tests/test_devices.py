@@ -145,10 +145,9 @@ def test_device_map_and_cuda_placement(monkeypatch):
 
 
 def test_results_record_the_placement(trained):
-    from e2e import evaluate
+    from jobs import run_evaluate
 
     tmp, _, _ = trained
-    result = evaluate(tmp, "strategy=identity", "analysis.floor=false", "model.device=cpu", tag="placement")
-    assert result.returncode == 0, result.stdout + result.stderr
+    run_evaluate(tmp, tmp / "runs" / "placement", "strategy=identity", "analysis.floor=false", "model.device=cpu")
     results = json.loads((tmp / "runs" / "placement" / "results.json").read_text())
     assert results["placement"] == {"device": "cpu", "dtype": "float32", "device_map": None, "sampler": "hf"}

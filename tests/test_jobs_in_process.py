@@ -7,34 +7,15 @@ own behaviour (exit codes, one-line errors, signals, multirun) is tested through
 import json
 
 from e2e import TINY, stage_dirs
-from jobs import run_evaluate
-
-from contamlab.config import compose
-from contamlab.validation import validate
+from jobs import job_config, run_evaluate, run_job, run_train
 
 
-def _config(task: str, tmp, out, *overrides: str):
-    cfg = compose(
-        task,
-        [
-            *[o for o in TINY if task == "train" or not o.startswith("trainer.")],
-            f"paths.models_dir={tmp / 'models'}",
-            f"paths.cache_dir={tmp / 'cache'}",
-            f"paths.output_dir={out}",
-            *overrides,
-        ],
-    )
-    validate(cfg)
-    return cfg
-
-
-def test_train_run_returns_the_finished_stages_without_training_again(trained, tmp_path):
-    from contamlab.jobs.train import run
-
+def test_train_run_returns_the_finished_stages_without_training_again(trained):
     tmp, _, _ = trained
-    dirs = set(stage_dirs(tmp).values())
+    # the default world's stages (test_train_e2e adds arith_pq's contaminated stage to the same world)
+    dirs = {path for name, path in stage_dirs(tmp).items() if name in ("base", "clean", "contaminated-arith")}
     before = {path: (path / "model.safetensors").stat().st_mtime_ns for path in dirs}
-    out = run(_config("train", tmp, tmp_path))
+    out = run_train(tmp)
     assert set(out) == {"base", "clean", "contaminated"} and set(out.values()) == dirs
     after = {path: (path / "model.safetensors").stat().st_mtime_ns for path in out.values()}
     assert after == before  # every stage was done: nothing is written again
@@ -50,13 +31,13 @@ def test_evaluate_run_measures_a_strategy(trained, tmp_path):
 
 
 def test_audit_run_reads_the_contaminated_model(trained, tmp_path):
-    from contamlab.jobs.audit import run
-
     tmp, _, _ = trained
-    cfg = _config(
+    cfg = job_config(
         "audit",
-        tmp,
         tmp_path,
+        *[o for o in TINY if not o.startswith("trainer.")],
+        f"paths.models_dir={tmp / 'models'}",
+        f"paths.cache_dir={tmp / 'cache'}",
         "audit.target=contaminated",
         "audit.references=[]",
         "audit.detectors=[loss,ngram]",
@@ -64,7 +45,7 @@ def test_audit_run_reads_the_contaminated_model(trained, tmp_path):
         "audit.n_boot=200",
         "progress=false",
     )
-    results = run(cfg)
+    results = run_job("audit", cfg)
     verdicts = {v["name"]: v for v in results["audit"]["verdicts"]}
     assert {"loss", "ngram"} <= set(verdicts)
     assert results["audit"]["truth"] == {"contaminated": True, "leak": "verbatim"}

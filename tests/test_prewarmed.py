@@ -16,6 +16,9 @@ import prewarmed
 import pytest
 from e2e import evaluate
 
+# these tests compare a forked run with a plain one: with the server off (CONTAMLAB_TEST_PREWARM=0) there is no fork
+pytestmark = pytest.mark.skipif(not prewarmed.enabled(), reason="CONTAMLAB_TEST_PREWARM=0: no prewarmed server")
+
 PROBE = textwrap.dedent(
     """
     import atexit, json, os, sys, threading, time

@@ -1,4 +1,9 @@
-"""Tiny end-to-end runs of the paper's diagnostics and the report through the real evaluate.py."""
+"""Tiny end-to-end runs of the paper's diagnostics and the report.
+
+The diagnostics job runs in-process (:mod:`jobs`); the ablation grid through the real evaluate.py ``-m`` (the sweep's
+end-of-run report is Hydra's multirun callback), and the report of a tree through ``python -m
+contamlab.analysis.report``.
+"""
 
 import csv
 import json
@@ -7,14 +12,15 @@ import sys
 
 import prewarmed
 from e2e import REPO, evaluate
+from jobs import run_evaluate
 
 
 def test_figure1_and_stability_job(trained):
     tmp, _, _ = trained
-    result = evaluate(tmp, "experiment=figure2", "analysis.figure1=true", tag="diag")
-    assert result.returncode == 0, result.stdout + result.stderr
     out = tmp / "runs" / "diag"
+    returned = run_evaluate(tmp, out, "experiment=figure2", "analysis.figure1=true")
     results = json.loads((out / "results.json").read_text())
+    assert results["stability"] == json.loads(json.dumps(returned["stability"]))
     stability = results["stability"]
     assert stability["m"] == 4 and 0.0 <= stability["gap_rhat"] <= 1.0 and 0.0 <= stability["gap_r01"] <= 1.0
     assert stability["seeds"][0] != stability["seeds"][1]
@@ -51,8 +57,7 @@ def test_ablation_grid_and_report(trained):
     # Claims this grid cannot test are one line, not a table of "not testable here" rows.
     assert "not testable here" not in text and text.count("Not testable with these jobs (") == 1
     # a tree of several sweeps and runs reported together, as `make reproduce` does
-    single = evaluate(tmp, "strategy=identity", "analysis.figures=false", tag="tree/identity")
-    assert single.returncode == 0, single.stdout + single.stderr
+    run_evaluate(tmp, tmp / "runs" / "tree" / "identity", "strategy=identity", "analysis.figures=false")
     root = tmp / "tree_report"
     shutil.copytree(sweep, root / "sweep")
     shutil.copytree(tmp / "runs" / "tree", root / "run")

@@ -2,10 +2,11 @@
 
 import copy
 import json
+import logging
 
 import pytest
 import torch
-from e2e import evaluate
+from jobs import run_evaluate
 from torch import nn
 
 from contamlab.config import build, compose, load_domain
@@ -392,8 +393,10 @@ def test_strategy_from_yaml_and_its_cache_key():
         ShortcutPatching(positions="all")
 
 
-def test_evaluate_shortcut_end_to_end(trained):
+def test_evaluate_shortcut_end_to_end(trained, caplog):
+    """evaluate.py's job with strategy=shortcut, in-process (tests/jobs.py): it locates once, another K reuses it."""
     tmp, _, _ = trained
+    caplog.set_level(logging.INFO, logger="contamlab")
     locate_budget = [
         "strategy=shortcut",
         "strategy.include_last_layer=true",  # the tiny test world has one layer
@@ -401,9 +404,8 @@ def test_evaluate_shortcut_end_to_end(trained):
         "strategy.locate_questions=6",
         "strategy.locate_max_new_tokens=24",
     ]
-    result = evaluate(tmp, *locate_budget, "strategy.top_k=8", tag="shortcut")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "shortcut: located" in result.stdout + result.stderr
+    run_evaluate(tmp, tmp / "runs" / "shortcut", *locate_budget, "strategy.top_k=8")
+    assert "shortcut: located" in caplog.text
     results = json.loads((tmp / "runs" / "shortcut" / "results.json").read_text())
     assert results["strategy"]["name"] == "shortcut" and results["strategy"]["top_k"] == 8
     values = results["metrics"]["all"]["values"]
@@ -411,8 +413,8 @@ def test_evaluate_shortcut_end_to_end(trained):
     rankings = list((tmp / "cache" / "shortcut").glob("*.safetensors"))
     assert len(rankings) == 1
     # another K reuses the ranking: no locating, no second file
-    result = evaluate(tmp, *locate_budget, "strategy.top_k=4", tag="shortcut_k4")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "shortcut: located" not in result.stdout + result.stderr
+    caplog.clear()
+    run_evaluate(tmp, tmp / "runs" / "shortcut_k4", *locate_budget, "strategy.top_k=4")
+    assert caplog.records and "shortcut: located" not in caplog.text  # the job did log, and no locating
     assert list((tmp / "cache" / "shortcut").glob("*.safetensors")) == rankings
     assert json.loads((tmp / "runs" / "shortcut_k4" / "results.json").read_text())["strategy"]["top_k"] == 4

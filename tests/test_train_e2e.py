@@ -1,6 +1,12 @@
-"""Tiny end-to-end runs of the real train.py entry point (seconds each)."""
+"""Tiny end-to-end runs of train.py (seconds each).
+
+What a job computes and writes is tested in-process (:mod:`jobs`: the config train.py composes, validated, then the
+job's ``run``); the real process where the test is about what a process adds: a run killed mid-stage, a bad value's
+one line on stderr and exit status 2, the calibration script's verdict lines and exit status.
+"""
 
 import json
+import logging
 import math
 import signal
 import sys
@@ -8,13 +14,15 @@ import time
 
 import prewarmed
 import pytest
-from e2e import REPO, TINY, evaluate, stage_dirs, train
+from e2e import REPO, TINY, stage_dirs, train
+from jobs import run_evaluate, run_train
 
 
 def test_first_run_writes_all_stages(trained):
-    tmp, result, _ = trained
+    tmp, returned, _ = trained
     dirs = stage_dirs(tmp)
     assert set(dirs) == {"base", "clean", "contaminated-arith"}, dirs
+    assert returned == {"base": dirs["base"], "clean": dirs["clean"], "contaminated": dirs["contaminated-arith"]}
     for path in dirs.values():
         summary = json.loads((path / "train_summary.json").read_text())
         assert summary["steps"] > 0 and summary["wall_s"] > 0 and summary["loss_last"] is not None
@@ -39,25 +47,30 @@ def test_first_run_writes_all_stages(trained):
     assert not list((tmp / "models").rglob("*.pkl")) and not list((tmp / "models").rglob("*.bin"))
 
 
-def test_rerun_skips_finished_stages(trained):
+def _done_already(caplog) -> int:
+    return sum("done already" in r.getMessage() for r in caplog.records)
+
+
+def test_rerun_skips_finished_stages(trained, caplog):
     tmp, _, _ = trained
     before = {p: p.stat().st_mtime_ns for p in (tmp / "models").rglob("model.safetensors")}
-    result = train(tmp, tag="again")
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.count("done already") == 3, result.stdout
+    caplog.set_level(logging.INFO, logger="contamlab")
+    run_train(tmp)
+    assert _done_already(caplog) == 3, caplog.text
     # nothing was trained again: every stage's weights are the first run's files (benchmarks/latency.py times a rerun)
     assert {p: p.stat().st_mtime_ns for p in (tmp / "models").rglob("model.safetensors")} == before
 
 
-def test_paraphrase_domain_shares_base_and_clean(trained):
+def test_paraphrase_domain_shares_base_and_clean(trained, caplog):
     tmp, _, _ = trained
-    result = train(tmp, "domain=arith_pq", tag="pq")
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.count("done already") == 2
+    caplog.set_level(logging.INFO, logger="contamlab")
+    run_train(tmp, "domain=arith_pq")
+    assert _done_already(caplog) == 2, caplog.text
     assert "contaminated-arith_pq" in stage_dirs(tmp)
 
 
-def test_killed_run_resumes(tmp_path):
+def test_killed_run_resumes(tmp_path, caplog):
+    """train.py killed (SIGKILL) mid-stage; the same config resumes from the checkpoint the killed process left."""
     proc = train(tmp_path, "base.steps=400", "stage=base", wait=False, tag="killed")
     deadline = time.time() + 240
     ckpt = None
@@ -71,9 +84,9 @@ def test_killed_run_resumes(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not stage_dirs(tmp_path).get("base")  # only the .partial dir exists
-    result = train(tmp_path, "base.steps=400", "stage=base", tag="resumed")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "resuming from" in result.stdout
+    caplog.set_level(logging.INFO, logger="contamlab")
+    run_train(tmp_path, "base.steps=400", "stage=base")
+    assert any("resuming from" in r.getMessage() for r in caplog.records), caplog.text
     summary = json.loads((stage_dirs(tmp_path)["base"] / "train_summary.json").read_text())
     assert summary["steps"] == 400 and summary["resumed_from"]
 
@@ -169,8 +182,7 @@ def test_calibration_script_runs(trained):
 def test_lora_stages_and_evaluation(tmp_path):
     """The paper's recipe path: LoRA on the clean stage, the same adapter continued on the contaminated stage."""
     lora = ["finetune.peft=lora", "finetune.lora.r=4", "finetune.lora.alpha=8", "finetune.lr=1e-3"]
-    result = train(tmp_path, *lora, tag="lora")
-    assert result.returncode == 0, result.stdout + result.stderr
+    run_train(tmp_path, *lora)
     dirs = stage_dirs(tmp_path)
     for stage in ("clean", "contaminated-arith"):
         adapter = json.loads((dirs[stage] / "adapter_config.json").read_text())
@@ -187,4 +199,5 @@ def test_lora_stages_and_evaluation(tmp_path):
     clean, cont = load_causal_lm(str(dirs["clean"])), load_causal_lm(str(dirs["contaminated-arith"]))
     ids = torch.tensor([[5, 6, 7, 8]])
     assert not torch.allclose(clean(ids).logits, cont(ids).logits)  # the contaminated adapter moved on
-    assert evaluate(tmp_path, *lora, "strategy=identity", tag="lora-eval").returncode == 0
+    results = run_evaluate(tmp_path, tmp_path / "runs" / "lora-eval", *lora, "strategy=identity")
+    assert results["counts"]["questions"] == 20 and (tmp_path / "runs" / "lora-eval" / "results.json").is_file()

@@ -184,13 +184,13 @@ class Calibration:
         self.null_settings = V.Settings(settings.alpha, min(settings.n_boot, 200), settings.confidence, settings.seed)
 
     def twin_models(self) -> list[tuple[Dose, int, Split, Any]]:
-        """Every twin (dose, seed, sides, AuditedModel), trained where it is not yet.
+        """Every twin (dose, seed, sides, model), trained where it is not yet.
 
         ``sides.leaked`` is the twin's benchmark side, read against ``sides.unleaked``; the twin trained on all of
-        its benchmark side or, at a dose with ``fraction < 1``, on a seeded random share of it.
+        its benchmark side or, at a dose with ``fraction < 1``, on a seeded random share of it. A twin is opened as
+        the audited model was (its class: the audit's ``AuditedModel``), so it is scored the same way.
         """
-        from contamlab.jobs.audit import AuditedModel
-
+        opened = type(self.target)
         out = []
         ids = [q.id for q in self.pool.test]
         for dose in self.doses:
@@ -201,7 +201,7 @@ class Calibration:
                     part = set(draw_split(sides.leaked, seed, dose.fraction).leaked)
                     trained = Split(tuple(i for i in ids if i in part), tuple(i for i in ids if i not in part), seed)
                 path = self.train_twin(dose, seed, trained)
-                out.append((dose, seed, sides, AuditedModel(str(path), self.cfg, self.domain)))
+                out.append((dose, seed, sides, opened(str(path), self.cfg, self.domain)))
         return out
 
     def twin_key(self, dose: Dose, seed: int, split: Split) -> dict[str, Any]:
