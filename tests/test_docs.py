@@ -97,6 +97,42 @@ def test_every_command_in_the_readme_exists():
             assert path.with_suffix(".py").is_file() or (path / "__main__.py").is_file(), module
 
 
+def _readme_entry_point_commands() -> list[tuple[str, list[str]]]:
+    """Every ``python train.py|evaluate.py|audit.py …`` of the README: its task and overrides (continuations joined)."""
+    import shlex
+
+    out = []
+    for block in _code_blocks((REPO / "README.md").read_text()):
+        lines = re.sub(r"\\\n\s*", " ", block).splitlines()
+        for command in (part for line in lines for part in re.split(r"&&|\|\||;", line.split(" #")[0])):
+            words = shlex.split(command, comments=True)
+            if len(words) > 1 and words[0] == "python" and words[1] in ("train.py", "evaluate.py", "audit.py"):
+                out.append((words[1].removesuffix(".py"), [w for w in words[2:] if w != "-m"]))
+    return out
+
+
+def _first_of_sweep(override: str) -> str:
+    """``strategy=railcap,lne`` -> ``strategy=railcap`` (a multirun's first job); lists and dicts are left whole."""
+    key, _, value = override.partition("=")
+    return override if value[:1] in "[{'\"" else f"{key}={value.split(',')[0]}"
+
+
+@pytest.mark.parametrize(
+    "task,overrides", _readme_entry_point_commands(), ids=lambda x: " ".join(x) if isinstance(x, list) else x
+)
+def test_every_readme_command_composes_a_valid_config(task, overrides, monkeypatch):
+    """The README's commands, as a new user types them: each composes and passes validation (a multirun its first job).
+
+    Checks the config alone (what ``run_safely`` checks before any work); the jobs themselves are tested elsewhere.
+    """
+    from contamlab.config import compose
+    from contamlab.validation import validate
+
+    monkeypatch.setenv("CONTAMLAB_DATA_DIR", str(DATA))
+    cfg = compose(task, [_first_of_sweep(o) for o in overrides if not o.startswith("hydra.")])
+    validate(cfg)
+
+
 @pytest.mark.xdist_group("small_world")
 def test_make_smoke_prints_a_result(small_world, tmp_path):
     """The README's smoke test, as written in the Makefile, on the session's small world (its training is skipped:
