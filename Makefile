@@ -154,6 +154,9 @@ bench-smollm2: $(STAMP) ## The same on SmolLM2-135M with the 8-shot GSM8K prompt
 	$(PY) benchmarks/sampling.py --model smollm2 --questions 2 --loop-questions 1 --compare-kv=false
 	# 256 rows (16 questions x 16 samples): the prompt's KV copied per row (64 rows, its best) vs shared
 	$(PY) benchmarks/sampling.py --model smollm2 --only-kv --questions 16
+	# the sampler against its ceiling (forward passes alone) at SmolLM2's batch_rows, 256: 16 questions x 16 samples
+	$(PY) benchmarks/sampling.py --model smollm2 --questions 16 --skip-generate --no-compare-kv \
+		--out benchmarks/results/sampling-smollm2-ceiling.json
 	$(PY) benchmarks/detectors.py --model smollm2 --texts 64
 	$(PY) benchmarks/profile_sampler.py --model smollm2
 	$(PY) benchmarks/peers.py --model smollm2  # beside benchleak, when installed (pip install -e '.[peers]')

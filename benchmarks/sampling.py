@@ -189,6 +189,7 @@ def main() -> None:
     parser.add_argument("--copy-rows", type=int, default=64, help="the copying sampler's rows (best: 64)")
     parser.add_argument("--skip-generate", action="store_true", help="skip the generate() baselines")
     parser.add_argument("--only-kv", action="store_true", help="only the copying vs shared-KV comparison")
+    parser.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/sampling-<model>.json")
     args = parser.parse_args()
     if args.batch_rows is None:
         args.batch_rows = configured_batch_rows(args.model)
@@ -312,7 +313,7 @@ def main() -> None:
         rows=rows,
     )
     print("\n".join(lines))
-    out = Path(__file__).parent / "results" / f"sampling-{args.model}.json"
+    out = args.out or Path(__file__).parent / "results" / f"sampling-{args.model}.json"
     atomic_write_json(out, summary)
     print(f"written {out}")
 
