@@ -245,6 +245,22 @@ real-world: $(STAMP) ## The real-LM world: SmolLM2 and Gemma-3 contaminated at 3
 			hydra.sweep.dir=$(RW)/detect/$$model-$$seed-real_world_pq || exit 1; done; done
 	$(PY) -m contamlab.analysis.real_world $(RW) --models $(RW_MODELS_DIR) $$(test -d $(RW_TINY) && echo --tiny $(RW_TINY))
 
+# The calibrated audits of the real-LM world's models (docs/audit.md#the-calibrated-audit): each clean and each
+# contaminated model of RW_MODELS x RW_SEEDS with the per-item membership readings, their false alarms on splits of a
+# pool of 200 fresh problems and their power on 3 twins per model. Needs the models of make real-world (the train
+# commands of its first loop); about 15-25 min an audit on a 2-core CPU, most of it the twins.
+RWC ?= outputs/real_world_calibrated
+RWC_AUDIT = audit.detectors=[loss,zlib,mink,minkpp] audit.mitigate=[] audit.calibrate.pool=auto progress=false $(RW_ARGS)
+
+real-world-calibrated: $(STAMP) ## Calibrated audits of the real-LM world's models, verdicts against the truth -> $(RWC)/real_world.md
+	for model in $(RW_MODELS); do for seed in $(RW_SEEDS); do \
+		ref=$$(echo $(RW_SEEDS) | awk -v s=$$seed '{for (i = 1; i <= NF; i++) if ($$i == s) print $$(i % NF + 1)}'); \
+		$(PY) audit.py -m experiment=real_world model=$$model seed=$$seed audit.target=clean,contaminated \
+			audit.references=[clean@$$ref] $(RWC_AUDIT) hydra.sweep.dir=$(RWC)/$$model-$$seed && \
+		$(PY) audit.py -m experiment=real_world_pq model=$$model seed=$$seed audit.target=contaminated \
+			audit.references=[clean@$$ref] $(RWC_AUDIT) hydra.sweep.dir=$(RWC)/$$model-$$seed-pq || exit 1; done; done
+	$(PY) -m contamlab.analysis.real_world $(RWC) --models $(RW_MODELS_DIR)
+
 # A .partial stage directory is a training run that was killed and never resumed (or is still running): skip its runs.
 sync: $(STAMP) ## Upload offline W&B runs (needs WANDB_API_KEY; skips unfinished .partial stages)
 	find outputs -type d -name 'offline-run-*' -not -path '*.partial/*' -print0 | xargs -0 -r $(VENV)/bin/wandb sync
@@ -257,4 +273,4 @@ clean: ## Remove outputs, caches and the virtual environment
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 .PHONY: help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
-	_repro-arith_pq reproduce-profile meta-audit _meta-0 _meta-1 real-audit real-world bench bench-smollm2 smollm2-run sync wandb-report clean
+	_repro-arith_pq reproduce-profile meta-audit _meta-0 _meta-1 real-audit real-world real-world-calibrated bench bench-smollm2 smollm2-run sync wandb-report clean
