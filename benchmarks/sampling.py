@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 
 from contamlab.config import build_domain, compose
-from contamlab.decoding.lne import LNEBlocking, lne_step
-from contamlab.decoding.railcap import build_table, railcap_step
+from contamlab.decoding.lne import LNEBlocking, LNEHook
+from contamlab.decoding.railcap import RailCapHook, build_table
 from contamlab.decoding.sampler import HFSampler, encode_prompts
 from contamlab.decoding.ted import ted_survivors
 from contamlab.io import atomic_write_json
@@ -241,8 +241,8 @@ def main() -> None:
     samples = None
     for name, hook in [
         ("identity", None),
-        ("railcap n=4", lambda lg, gen, own: railcap_step(lg, gen, own, table)),
-        ("lne", lambda lg, gen, own: lne_step(lg, gen.shape[1], own, lne_blocks)),
+        ("railcap n=4", RailCapHook(table)),  # the hooks the strategies give the sampler in an evaluation
+        ("lne", LNEHook(lne_blocks)),
     ]:
         sampler.stats = type(sampler.stats)()
         t0 = time.perf_counter()
