@@ -142,3 +142,23 @@ def test_real_world_runs_end_to_end_on_random_models(tmp_path):
     assert "### smollm2 (9 audits)" in report
     assert "| loss | verbatim |" in report and "| loss | paraphrased |" in report
     assert "| smollm2 | arith | clean | 2 |" in report
+
+
+@pytest.mark.slow
+def test_the_sampling_benchmark_runs_every_strategy_hook_on_smollm2(tmp_path):
+    """make bench-smollm2's sampler benchmark, shortened: identity, RailCap, LNE and TED against the ceiling."""
+    from contamlab.models.smollm2 import SmolLM2NotInstalledError, find_gguf
+
+    try:
+        find_gguf()
+    except SmolLM2NotInstalledError as err:
+        pytest.skip(str(err))
+    out = tmp_path / "sampling.json"
+    script = str(REPO / "benchmarks" / "sampling.py")
+    command = [sys.executable, script, "--model", "smollm2", "--questions", "1", "--m", "2", "--max-new-tokens", "8",
+               "--skip-generate", "--no-compare-kv", "--out", str(out)]  # fmt: skip
+    subprocess.run(command, check=True, cwd=tmp_path)
+    rows = json.loads(out.read_text())["rows"]
+    for name in ("identity", "railcap n=4", "lne", "ted"):
+        assert rows[f"contamlab sampler ({name})"]["tokens"] > 0
+    assert rows["ceiling: forward passes alone"]["tok_per_s"] > 0
