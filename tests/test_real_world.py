@@ -8,6 +8,7 @@ recorded training texts run as they do on the real model, in seconds.
 import csv
 import dataclasses
 import json
+import shutil
 
 import pytest
 
@@ -85,6 +86,17 @@ def test_real_world_trains_on_a_random_smollm2(data_dir, tmp_path):
     assert _found(leaked, contaminated) == leaked
     assert _found(unleaked, contaminated) == []
     assert _found(leaked + unleaked, clean) == []
+
+    # A cleared cache: the base the clean adapter points at is built again, with the same weights, when the
+    # contaminated stage trains on it or a job loads a stage.
+    weights = (base / "model.safetensors").read_bytes()
+    shutil.rmtree(base)
+    shutil.rmtree(stages["contaminated"])
+    assert list(run(cfg)) == ["clean", "contaminated"]
+    assert (base / "model.safetensors").read_bytes() == weights
+    shutil.rmtree(base)
+    model_store(cfg).load(str(stages["contaminated"]))
+    assert (base / "model.safetensors").read_bytes() == weights
 
 
 def test_random_layers_keeps_real_keys_and_is_checked():

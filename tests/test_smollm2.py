@@ -231,3 +231,14 @@ def test_missing_package_error_is_user_facing() -> None:
 
     assert issubclass(SmolLM2NotInstalledError, ContamlabError)
     assert issubclass(SmolLM2NotInstalledError, RuntimeError)
+
+
+@pytest.mark.parametrize("domain_name", ["arith", "arith_pq", "gsm8k"])
+def test_a_missing_model_names_the_command_for_its_own_domain(domain_name: str) -> None:
+    """The packaged models train on every domain (the real-LM world is arith): the hint trains that one."""
+    from contamlab.models.spec import SmolLM2Model
+
+    domain = SimpleNamespace(name=domain_name)
+    hint = SmolLM2Model(name="smollm2").missing_hint("no clean model", "clean", "smollm2", domain)
+    assert f"`python train.py model=smollm2 domain={domain_name}`" in hint
+    assert "experiment=real_world" in hint and "scripts/packaged_model_dir.py smollm2" in hint

