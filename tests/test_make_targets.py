@@ -162,3 +162,30 @@ def test_the_sampling_benchmark_runs_every_strategy_hook_on_smollm2(tmp_path):
     for name in ("identity", "railcap n=4", "lne", "ted"):
         assert rows[f"contamlab sampler ({name})"]["tokens"] > 0
     assert rows["ceiling: forward passes alone"]["tok_per_s"] > 0
+
+
+@pytest.mark.slow
+def test_the_gpu_real_lm_script_runs_at_a_plumbing_size_on_the_cpu(tmp_path):
+    """scripts/gpu_real_lm.sh on a two-layer random SmolLM2 with the CPU trainer: every step, its JSON (~2 min)."""
+    env = {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "TRAINER": "default",
+        "GPU_LAYERS": "2",
+        "GPU_M": "2",
+        "GPU_ARGS": "finetune.clean_n_domain=8 finetune.general.n=4 domain.generator.n_test=20 finetune.epochs=1 "
+        "domain.leak_epochs=1 finetune.max_length=128",
+        "EVAL_ARGS": "max_new_tokens=16",
+        "CONTAMLAB_MODELS_DIR": str(tmp_path / "models"),
+        "CONTAMLAB_CACHE_DIR": str(tmp_path / "cache"),
+        "CONTAMLAB_GPU_RUN": str(tmp_path / "run"),
+    }
+    out = tmp_path / "out"
+    script = str(REPO / "scripts" / "gpu_real_lm.sh")
+    subprocess.run(["bash", script, str(out)], check=True, env=env, capture_output=True, timeout=900)
+    report = json.loads((out / "gpu-real-lm.json").read_text())
+    assert {s["step"]: s["rc"] for s in report["steps"]} == {
+        "inventory": 0, "train": 0, "evaluate": 0, "detect": 0, "gpu_tier": 0
+    }  # fmt: skip
+    assert [s["stage"] for s in report["stages"]] == ["clean", "contaminated"]
+    assert {"evaluate/0_smollm2_arith_identity", "evaluate/1_smollm2_arith_railcap", "detect"} <= set(report["jobs"])
