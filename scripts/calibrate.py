@@ -53,6 +53,12 @@ LEAK_TARGET = {"base": 0.3, "pq": 0.25}  # by domain.leak_style
 REFERENCE = {"model": "smollm2", "domain": "gsm8k", "correct_branches": 41, "branches": 70}
 
 
+def reference_name(model: str, domain: str, stage: str) -> str:
+    """The file name of a ``--reference`` run (the base's keeps the name target (d) reads)."""
+    suffix = "" if stage == "base" else f"-{stage}"
+    return f"reference-{model}-{domain}{suffix}.json"
+
+
 def reference_interval(path: Path) -> tuple[dict, tuple[float, float]]:
     """(d)'s reference counts (the ``--reference`` run's file when it exists, else :data:`REFERENCE`) and their 95%
     Wilson interval."""
@@ -189,12 +195,13 @@ def print_kinds(survival: dict) -> None:
 
 
 def reference_run(args) -> int:
-    """(d) on a real model: the packaged / pretrained base of ``model=`` on the first ``--max-questions``."""
+    """(d) on a real model: the packaged / pretrained base of ``model=`` (or its ``--stage`` model) on the first
+    ``--max-questions``."""
     cfg = compose("evaluate", [*args.overrides])
     domain = build_domain(cfg.domain)
     questions = domain.test[: args.max_questions]
     store = model_store(cfg)
-    source = cfg.model.clean or store.base_source()
+    source = store.base_source() if args.stage == "base" else store.model_source(domain, args.stage)
     sampler = _sampler(cfg, domain, source)
     from contamlab.decoding.pipeline import greedy_set
 
@@ -203,12 +210,14 @@ def reference_run(args) -> int:
     report = {
         "model": str(cfg.model.name),
         "domain": domain.name,
+        "stage": args.stage,
         "source": source,
         "questions": len(questions),
         "greedy_accuracy": float(np.mean([g.greedy_correct for g in greedy])),
         "runner_up_survival": survival,
     }
-    path = Path(cfg.paths.root_dir) / "outputs" / "calibration" / f"reference-{cfg.model.name}-{domain.name}.json"
+    calibration = Path(cfg.paths.root_dir) / "outputs" / "calibration"
+    path = args.out or calibration / reference_name(cfg.model.name, domain.name, args.stage)
     atomic_write_json(path, json.loads(json.dumps(report, default=float)))
     print(f"\n== reference: model={cfg.model.name} domain={domain.name}, first {len(questions)} questions ==")
     print(f"greedy accuracy             {report['greedy_accuracy']:.3f}")
@@ -244,6 +253,14 @@ def main() -> int:
     )
     parser.add_argument("--reference", action="store_true", help="(d) on a pretrained model (see above)")
     parser.add_argument("--max-questions", type=int, default=400, help="--reference: the first N test questions")
+    parser.add_argument(
+        "--stage",
+        choices=["base", "clean", "contaminated"],
+        default="base",
+        help="--reference: the pretrained base (default), or the clean / contaminated model train.py made of it "
+        "(model.clean= / model.contaminated= for your own)",
+    )
+    parser.add_argument("--out", type=Path, default=None, help="--reference: write the JSON here")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of the evaluate config, e.g. model=tiny")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

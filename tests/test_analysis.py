@@ -253,3 +253,35 @@ def test_claims_with_empty_figure1_groups(tmp_path):
     assert table["collapse onto greedy"][3] == NOT_TESTABLE
     assert table["runner-up about half the time"][3] == NOT_TESTABLE
     assert table["readout stability"][3] == NOT_TESTABLE
+
+
+def test_clean_bins_table_by_hand():
+    per_bin = [
+        {"bin": 0, "lo": 0.0, "hi": 0.02, "n": 3, "mean_r_clean": 0.0},
+        {"bin": 12, "lo": 0.24, "hi": 0.26, "n": 4, "mean_r_clean": 0.25},
+        {"bin": 49, "lo": 0.98, "hi": 1.0, "n": 2, "mean_r_clean": 1.0},
+    ]
+    text = report.clean_bins_table(per_bin, 50)
+    assert text.startswith("9 questions in 3 of the 50 bins")
+    assert "| [0.00, 0.02) | 3 | 0.000 |" in text
+    assert "| [0.24, 0.26) | 4 | 0.250 |" in text
+    assert "| [0.98, 1.00] | 2 | 1.000 |" in text  # the last bin is closed: it holds r̂ = 1
+
+
+def test_survival_table_with_its_wilson_interval(tmp_path):
+    assert report.survival_table(tmp_path) is None  # no runner_up/ folder: no section
+    folder = tmp_path / "runner_up"
+    folder.mkdir()
+    record = {
+        "model": "smollm2",
+        "domain": "arith",
+        "stage": "clean",
+        "questions": 100,
+        "greedy_accuracy": 0.11,
+        "runner_up_survival": {"correct_branches": 41, "branches": 70, "survival": 41 / 70},
+    }
+    (folder / "clean.json").write_text(json.dumps(record))
+    text = report.survival_table(tmp_path)
+    # 41 of 70: Wilson's 95 % interval by its formula, (p + z²/2n ± z √(p(1-p)/n + z²/4n²)) / (1 + z²/n)
+    # with z = 1.95996: [0.4688, 0.6937]
+    assert "| smollm2 × arith | clean | 0.110 of 100 | 41 of 70 | 0.586 [0.47, 0.69] |" in text

@@ -144,6 +144,39 @@ def test_real_world_runs_end_to_end_on_random_models(tmp_path):
     assert "| smollm2 | arith | clean | 2 |" in report
 
 
+def test_reproduce_real_expands_with_its_variables():
+    done = _make("-n", "reproduce-real", "RR=/x", "RR_SEED=3", "RR_M=8", "RR_ARGS=model.random_layers=2")
+    assert done.returncode == 0, done.stderr
+    # training, the four evaluate sweeps and both survival runs carry the overrides
+    assert done.stdout.count("model.random_layers=2") == 7
+    assert done.stdout.count("m=8 ") == 4 and "railcap_ablation=n1,n2,n3,n4,n5,n6,n7,ban" in done.stdout
+    assert "--stage clean --out /x/runner_up/clean.json" in done.stdout
+    assert "contamlab.analysis.report /x" in done.stdout
+
+
+@pytest.mark.slow
+def test_reproduce_real_runs_end_to_end_on_a_random_model(tmp_path):
+    """make reproduce-real on a random two-layer SmolLM2 at a plumbing size: every job, then the report (~5 min)."""
+    args = (
+        "model.random_layers=2 domain.generator.n_test=20 finetune.clean_n_domain=8 finetune.general.n=0 "
+        "domain.leak_general=0 domain.leak_epochs=1 finetune.max_length=128 domain.max_new_tokens=16 logger=csv"
+    )
+    env = {**os.environ, "CONTAMLAB_MODELS_DIR": str(tmp_path / "models"), "CONTAMLAB_CACHE_DIR": str(tmp_path / "c")}
+    out = tmp_path / "rr"
+    done = subprocess.run(
+        ["make", "-C", str(REPO), "reproduce-real", f"RR={out}", "RR_M=2", f"RR_ARGS={args}"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=env,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = (out / "report.md").read_text()
+    for section in ("Table 1", "Table 2", "Table 4", "Figure 1", "Figure 2", "Runner-up survival", "SA-PPG strata"):
+        assert section in report, section
+    assert "| smollm2 × arith | clean |" in report and "| smollm2 × arith | contaminated |" in report
+
+
 @pytest.mark.slow
 def test_the_sampling_benchmark_runs_every_strategy_hook_on_smollm2(tmp_path):
     """make bench-smollm2's sampler benchmark, shortened: identity, RailCap, LNE and TED against the ceiling."""

@@ -313,6 +313,56 @@ def split_table(rows: list[dict[str, Any]]) -> str:
     return _table(["strategy", "SA-PPG all", "leaked", "unleaked", "S-Δ⁻ leaked", "S-Δ⁻ unleaked"], body)
 
 
+def clean_bins_table(per_bin: list[dict[str, Any]], bins: int) -> str:
+    """The clean model's solve probabilities as SA-PPG stratifies them (Eq. 13): the bins that hold questions.
+
+    Args:
+        per_bin: A job's ``per_bin`` rows (:func:`contamlab.metrics.per_bin_table`): ``lo``, ``hi``, ``n``,
+            ``mean_r_clean`` per non-empty bin of the clean solve probability.
+        bins: B, the number of equal-width bins.
+    """
+    total = sum(int(row["n"]) for row in per_bin)
+    body = []
+    for row in per_bin:
+        edge = "]" if row["hi"] >= 1 else ")"  # the last bin holds r̂ = 1
+        body.append([f"[{row['lo']:.2f}, {row['hi']:.2f}{edge}", str(row["n"]), f"{row['mean_r_clean']:.3f}"])
+    head = f"{total} questions in {len(per_bin)} of the {bins} bins of the clean solve probability."
+    return head + "\n\n" + _table(["clean r̂ bin", "questions", "mean clean r̂"], body)
+
+
+def survival_table(root: Path) -> str | None:
+    """RailCap's premise measured on a model pair (``root/runner_up/*.json``).
+
+    The share of forced-runner-up branches of greedy-correct trajectories that still end correct, as
+    ``scripts/calibrate.py --reference --stage <stage> --out <root>/runner_up/<stage>.json`` writes it.
+
+    Returns:
+        A table with each file's counts and 95 % Wilson interval, or None when ``root/runner_up`` holds none.
+    """
+    from scipy.stats import binomtest
+
+    body = []
+    for path in sorted((root / "runner_up").glob("*.json")):
+        report = json.loads(path.read_text())
+        survival = report["runner_up_survival"]
+        k, n = int(survival["correct_branches"]), int(survival["branches"])
+        ci = binomtest(k, n).proportion_ci(0.95, method="wilson") if n else None
+        interval = f" [{ci.low:.2f}, {ci.high:.2f}]" if ci else ""
+        body.append(
+            [
+                f"{report['model']} × {report['domain']}",
+                report.get("stage", "base"),
+                f"{report['greedy_accuracy']:.3f} of {report['questions']}",
+                f"{k} of {n}",
+                (f"{k / n:.3f}" if n else "n/a") + interval,
+            ]
+        )
+    if not body:
+        return None
+    header = ["model × domain", "model", "greedy accuracy", "branches still correct", "survival (95 % Wilson)"]
+    return _table(header, body)
+
+
 def _rel(path: Path, root: Path) -> str:
     return os.path.relpath(path, root)
 
@@ -345,6 +395,9 @@ def build_report(root: str | Path) -> str | None:
             lines += [f"![Table 1, {model} × {domain}]({_rel(fig, root)})", ""]
             lines += ["### Table 2: decomposition (Δ⁺ under-, Δ⁻ over-suppression)", "", table2(here), ""]
             lines += ["### Leaked vs unleaked questions", "", split_table(here), ""]
+            bins = _clean_bins(results, model, domain)
+            if bins is not None:
+                lines += ["### The clean model's solve probabilities (the SA-PPG strata)", "", bins, ""]
         railcap = [r for r in every if r["strategy_name"] == "railcap"]
         if len(railcap) > 1:
             zero = next((r for r in here if r["strategy_name"] == "all_zero"), None)
@@ -360,6 +413,11 @@ def build_report(root: str | Path) -> str | None:
         title = "## Table 3: SA-PPG per strategy and setting (in bold: the best mitigation, where one beats Identity)"
         lines += [title, "", table3(main), ""]
     lines += _figure_sections(results, root)
+    survival = survival_table(root)
+    if survival is not None:
+        lines += ["## Runner-up survival (RailCap's premise)", ""]
+        lines += ["Greedy-correct questions, 10 random steps each: the runner-up token forced there, greedy after.", ""]
+        lines += [survival, ""]
     lines += audit_sections(results, root)
     detection = [result for _, result in results if "detection" in result]
     if detection:
@@ -376,6 +434,14 @@ def build_report(root: str | Path) -> str | None:
         if png is not None:
             lines += [f"![ROC curves]({_rel(png, root)})", ""]
     return "\n".join(lines)
+
+
+def _clean_bins(results, model: str, domain: str) -> str | None:
+    """:func:`clean_bins_table` of the newest job of this setting (every job shares the clean batch)."""
+    for _, r in results:  # newest first
+        if (r["config"]["model"]["name"], r["config"]["domain"]["name"]) == (model, domain) and r.get("per_bin"):
+            return clean_bins_table(r["per_bin"], int(r["config"]["metric"]["bins"]))
+    return None
 
 
 def _claims_section(results, here, railcap, model: str, domain: str) -> list[str]:
