@@ -285,3 +285,20 @@ def test_survival_table_with_its_wilson_interval(tmp_path):
     # 41 of 70: Wilson's 95 % interval by its formula, (p + z²/2n ± z √(p(1-p)/n + z²/4n²)) / (1 + z²/n)
     # with z = 1.95996: [0.4688, 0.6937]
     assert "| smollm2 × arith | clean | 0.110 of 100 | 41 of 70 | 0.586 [0.47, 0.69] |" in text
+
+
+def test_headline_of_a_whole_study_has_one_row_per_strategy(tmp_path):
+    """A tree of sweeps (as make reproduce-real writes): each strategy once, the ablation variants and the older
+    duplicate left out, in the report's order."""
+    from contamlab.analysis.headline import headline_table
+
+    railcap = {"name": "railcap", "n": 4, "mode": "cap", "duplicates": "all"}
+    _write(tmp_path / "figures", "0", _result({"name": "identity"}, 0.30, 0.30))
+    _write(tmp_path / "table1", "0", _result(railcap, 0.19, 0.07))
+    _write(tmp_path / "table1", "1", _result({"name": "lne", "beta": 2.0}, 0.29, 0.02))
+    _write(tmp_path / "table4", "n1", _result({**railcap, "n": 1}, 0.3, 0.1))
+    _write(tmp_path / "table4", "n4", _result(railcap, 0.99, 0.99), age=3600)  # older duplicate of table1's
+    text = headline_table(tmp_path)
+    rows = [line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| ")][1:]
+    assert rows == ["identity", "lne", "railcap"]
+    assert "| railcap | 0.190 [0.180, 0.200] | 0.070 |" in text and "0.990" not in text

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from contamlab.analysis.report import STRATEGY_ORDER, load_results
+from contamlab.analysis.report import FLOOR, FLOOR_LABEL, _is_main, _order, load_results, metric_rows
 
 HOW_TO_READ = """\
 How to read it (docs/methods/metrics.md): SA-PPG is the mean per-question distance between the clean model's solve
@@ -20,41 +20,41 @@ leaked from unleaked questions: 0.5 is chance, 1.0 perfect; the clean model is t
 
 
 def headline_table(sweep_dir: str | Path) -> str:
-    """SA-PPG [95 % CI], G-AP, Δ⁺ and Δ⁻ per strategy plus the noise floor, and the detector's AUROCs."""
-    jobs = [results for _, results in load_results(sweep_dir) if "metrics" in results]
-    if not jobs:
+    """SA-PPG [95 % CI], G-AP, Δ⁺ and Δ⁻ per strategy plus the noise floor, and the detector's AUROCs.
+
+    The rows are the report's main table (:func:`contamlab.analysis.report.metric_rows`): a job repeated across
+    sweeps counts once, and RailCap's ablation variants stay out (Table 4 of the report has them), so a whole
+    ``make reproduce-real`` tree gives one row per strategy. One block per (model, domain).
+    """
+    results = load_results(sweep_dir)
+    rows = [r for r in metric_rows(results) if _is_main(r)]
+    if not rows:
         raise SystemExit(f"no finished job with metrics below {sweep_dir}")
-    order = {name: i for i, name in enumerate(STRATEGY_ORDER)}
-    jobs.sort(key=lambda r: (order.get(r["config"]["strategy"]["name"], len(order)), r["config"]["strategy"]["name"]))
-    lines = ["| strategy | SA-PPG [95 % CI] | G-AP | Δ⁺ | Δ⁻ |", "|---|---|---|---|---|"]
-
-    def row(name: str, metrics: dict) -> str:
-        v, ci = metrics["all"]["values"], metrics["all"].get("ci", {})
-        low, high = ci.get("sa_ppg", (float("nan"), float("nan")))
-        return (
-            f"| {name} | {v['sa_ppg']:.3f} [{low:.3f}, {high:.3f}] | {v['g_ap']:.3f} | {v['delta_plus']:.3f} | "
-            f"{v['delta_minus']:.3f} |"
-        )
-
-    lines += [row(r["config"]["strategy"]["name"], r["metrics"]) for r in jobs]
-    floor = next((r["floor"] for r in jobs if r.get("floor")), None)
-    if floor:
-        lines.append(row("Clean, 2nd batch", floor["metrics"]))
-    detected = next((r for r in jobs if r.get("detection")), None)
+    blocks = []
+    for model, domain in sorted({(r["model"], r["domain"]) for r in rows}):
+        here = sorted((r for r in rows if (r["model"], r["domain"]) == (model, domain)), key=_order)
+        lines = [f"model={model} domain={domain}, m={here[0]['m']}", ""]
+        lines += ["| strategy | SA-PPG [95 % CI] | G-AP | Δ⁺ | Δ⁻ |", "|---|---|---|---|---|"]
+        for r in here:
+            name = FLOOR_LABEL if r["strategy_name"] == FLOOR else r["strategy_name"]
+            low, high = r.get("all/sa_ppg_lo", float("nan")), r.get("all/sa_ppg_hi", float("nan"))
+            lines.append(
+                f"| {name} | {r['all/sa_ppg']:.3f} [{low:.3f}, {high:.3f}] | {r['all/g_ap']:.3f} | "
+                f"{r['all/delta_plus']:.3f} | {r['all/delta_minus']:.3f} |"
+            )
+        blocks.append("\n".join(lines))
+    detected = next((r for _, r in results if r.get("detection") and "metrics" in r), None)
     if detected:
         detection, name = detected["detection"], detected["config"]["detector"].get("name", "detector")
 
         def auroc(entry: dict[str, Any]) -> str:  # none below the minimum of items per side: say so instead
             return f"{entry['auroc']:.3f}" if entry.get("auroc") is not None else str(entry.get("too_few") or "n/a")
 
-        lines += [
-            "",
+        blocks.append(
             f"{name}: AUROC leaked vs unleaked, contaminated model {auroc(detection['contaminated'])}, "
-            f"clean model (control) {auroc(detection['clean'])} ({detection['counts']['questions']} questions)",
-        ]
-    config = jobs[0]["config"]
-    head = f"model={config['model']['name']} domain={config['domain']['name']}, m={config['m']}"
-    return "\n".join([head, "", *lines, "", HOW_TO_READ])
+            f"clean model (control) {auroc(detection['clean'])} ({detection['counts']['questions']} questions)"
+        )
+    return "\n\n".join([*blocks, HOW_TO_READ])
 
 
 def main() -> None:
