@@ -33,6 +33,8 @@ TINY = [
     "trainer.enable_progress_bar=false",
     "logger=csv",
 ]
+# evaluate.py's settings on the tiny world of the tests: few samples, short answers, a short bootstrap
+EVALUATE = ("m=4", "max_new_tokens=24", "metric.bootstrap=50", "progress=false")
 
 # The small world (configs/experiment/small_world.yaml, also make smoke's): the default world at a size that trains
 # in under a minute; its verbatim leak stays detectable (docs/world.md#the-small-world).
@@ -73,10 +75,7 @@ def evaluate(tmp: Path, *overrides: str, multirun: bool = False, tag: str = "eva
         *[o for o in TINY if not o.startswith("trainer.") and not (o.startswith("logger=") and own_logger)],
         f"paths.models_dir={tmp / 'models'}",
         f"paths.cache_dir={tmp / 'cache'}",
-        "m=4",
-        "max_new_tokens=24",
-        "metric.bootstrap=50",
-        "progress=false",
+        *EVALUATE,
         *sweep,
         *overrides,
     ]

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from e2e import TINY
+from e2e import EVALUATE, TINY
 
 from contamlab.config import compose
 from contamlab.validation import validate
@@ -85,10 +85,7 @@ def evaluate_config(tmp: Path, out: Path, *overrides: str) -> Any:
         *[o for o in TINY if not o.startswith("trainer.")],
         f"paths.models_dir={tmp / 'models'}",
         f"paths.cache_dir={tmp / 'cache'}",
-        "m=4",
-        "max_new_tokens=24",
-        "metric.bootstrap=50",
-        "progress=false",
+        *EVALUATE,
         *overrides,
     )
 

@@ -113,6 +113,20 @@ def test_smollm2_run_completes_in_its_short_form(tmp_path):
     assert "railcap" in report and "codec" in report.lower()
 
 
+# The real-LM targets' jobs at a plumbing size, on a random two-layer SmolLM2 (the slow tier runs them whole)
+PLUMBING = (
+    "model.random_layers=2 domain.generator.n_test=20 finetune.clean_n_domain=8 finetune.general.n=0 "
+    "domain.leak_general=0 domain.leak_epochs=1 finetune.max_length=128 logger=csv"
+)
+
+
+def _make_at_plumbing_size(tmp_path: Path, *args: str) -> None:
+    """Run ``make <args>`` with the models and caches under ``tmp_path``; it must succeed."""
+    env = {**os.environ, "CONTAMLAB_MODELS_DIR": str(tmp_path / "models"), "CONTAMLAB_CACHE_DIR": str(tmp_path / "c")}
+    done = subprocess.run(["make", "-C", str(REPO), *args], capture_output=True, text=True, timeout=1800, env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
 def test_real_world_expands_with_its_variables():
     done = _make("-n", "real-world", "RW_MODELS=smollm2", "RW_SEEDS=3 5", "RW=/x", "RW_ARGS=model.random_layers=2")
     assert done.returncode == 0, done.stderr
@@ -124,19 +138,7 @@ def test_real_world_expands_with_its_variables():
 @pytest.mark.slow
 def test_real_world_runs_end_to_end_on_random_models(tmp_path):
     """make real-world on a random two-layer SmolLM2 at a plumbing size: every job, then the report (~4 min)."""
-    args = (
-        "model.random_layers=2 domain.generator.n_test=20 finetune.clean_n_domain=8 finetune.general.n=0 "
-        "domain.leak_general=0 domain.leak_epochs=1 finetune.max_length=128 logger=csv"
-    )
-    env = {**os.environ, "CONTAMLAB_MODELS_DIR": str(tmp_path / "models"), "CONTAMLAB_CACHE_DIR": str(tmp_path / "c")}
-    done = subprocess.run(
-        ["make", "-C", str(REPO), "real-world", "RW_MODELS=smollm2", f"RW={tmp_path / 'rw'}", f"RW_ARGS={args}"],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        env=env,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    _make_at_plumbing_size(tmp_path, "real-world", "RW_MODELS=smollm2", f"RW={tmp_path / 'rw'}", f"RW_ARGS={PLUMBING}")
     report = (tmp_path / "rw" / "real_world.md").read_text()
     # three seeds: each seed's clean model audited against the next seed's, both leak forms detected
     assert "### smollm2 (9 audits)" in report
@@ -157,20 +159,9 @@ def test_reproduce_real_expands_with_its_variables():
 @pytest.mark.slow
 def test_reproduce_real_runs_end_to_end_on_a_random_model(tmp_path):
     """make reproduce-real on a random two-layer SmolLM2 at a plumbing size: every job, then the report (~5 min)."""
-    args = (
-        "model.random_layers=2 domain.generator.n_test=20 finetune.clean_n_domain=8 finetune.general.n=0 "
-        "domain.leak_general=0 domain.leak_epochs=1 finetune.max_length=128 domain.max_new_tokens=16 logger=csv"
-    )
-    env = {**os.environ, "CONTAMLAB_MODELS_DIR": str(tmp_path / "models"), "CONTAMLAB_CACHE_DIR": str(tmp_path / "c")}
     out = tmp_path / "rr"
-    done = subprocess.run(
-        ["make", "-C", str(REPO), "reproduce-real", f"RR={out}", "RR_M=2", f"RR_ARGS={args}"],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        env=env,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    args = f"{PLUMBING} domain.max_new_tokens=16"
+    _make_at_plumbing_size(tmp_path, "reproduce-real", f"RR={out}", "RR_M=2", f"RR_ARGS={args}")
     report = (out / "report.md").read_text()
     for section in ("Table 1", "Table 2", "Table 4", "Figure 1", "Figure 2", "Runner-up survival", "SA-PPG strata"):
         assert section in report, section
