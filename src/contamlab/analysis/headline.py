@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from contamlab.analysis.report import FLOOR, FLOOR_LABEL, _is_main, _order, load_results, metric_rows
+from contamlab.analysis.report import FLOOR, FLOOR_LABEL, is_main_row, load_results, metric_rows, strategy_order
 
 HOW_TO_READ = """\
 How to read it (docs/methods/metrics.md): SA-PPG is the mean per-question distance between the clean model's solve
@@ -27,12 +27,12 @@ def headline_table(sweep_dir: str | Path) -> str:
     ``make reproduce-real`` tree gives one row per strategy. One block per (model, domain).
     """
     results = load_results(sweep_dir)
-    rows = [r for r in metric_rows(results) if _is_main(r)]
+    rows = [r for r in metric_rows(results) if is_main_row(r)]
     if not rows:
         raise SystemExit(f"no finished job with metrics below {sweep_dir}")
     blocks = []
     for model, domain in sorted({(r["model"], r["domain"]) for r in rows}):
-        here = sorted((r for r in rows if (r["model"], r["domain"]) == (model, domain)), key=_order)
+        here = sorted((r for r in rows if (r["model"], r["domain"]) == (model, domain)), key=strategy_order)
         lines = [f"model={model} domain={domain}, m={here[0]['m']}", ""]
         lines += ["| strategy | SA-PPG [95 % CI] | G-AP | Δ⁺ | Δ⁻ |", "|---|---|---|---|---|"]
         for r in here:

@@ -139,12 +139,13 @@ def _label_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _is_main(row: dict[str, Any]) -> bool:
+def is_main_row(row: dict[str, Any]) -> bool:
     """A strategy at its main-table setting (RailCap ablation variants go to Table 4 only)."""
     return row["strategy_name"] != "railcap" or all(row.get(k) == v for k, v in RAILCAP_DEFAULT.items())
 
 
-def _order(row: dict[str, Any]) -> tuple[int, str]:
+def strategy_order(row: dict[str, Any]) -> tuple[int, str]:
+    """Sort key of a result row: the paper's order of strategies (Table 1), then the strategy's label."""
     name = row["strategy_name"]
     return (STRATEGY_ORDER.index(name) if name in STRATEGY_ORDER else len(STRATEGY_ORDER), row["strategy"])
 
@@ -265,7 +266,7 @@ def table3(rows: list[dict[str, Any]]) -> str:
     the best mitigation.
     """
     settings = sorted({(r["model"], r["domain"]) for r in rows})
-    strategies = sorted({(_order(r), r["label"]) for r in rows})
+    strategies = sorted({(strategy_order(r), r["label"]) for r in rows})
     cell = {(r["model"], r["domain"], r["label"]): r["all/sa_ppg"] for r in rows}
     bold, notes = {}, []
     for s in settings:
@@ -383,10 +384,10 @@ def build_report(root: str | Path) -> str | None:
         merged = "; ".join(f"`{_rel(old, root)}` (kept `{_rel(new, root)}`)" for old, new in dropped)
         lines += [f"{len(dropped)} duplicate run(s) dropped, the newer results.json kept: {merged}.", ""]
     settings = sorted({(r["model"], r["domain"]) for r in rows})
-    main = _label_rows([r for r in rows if _is_main(r)])
+    main = _label_rows([r for r in rows if is_main_row(r)])
     for model, domain in settings:
         every = [r for r in rows if (r["model"], r["domain"]) == (model, domain)]
-        here = sorted((r for r in main if (r["model"], r["domain"]) == (model, domain)), key=_order)
+        here = sorted((r for r in main if (r["model"], r["domain"]) == (model, domain)), key=strategy_order)
         lines += [f"## {model} × {domain} ({every[0]['questions']} questions, m = {every[0]['m']})", ""]
         if here:
             lines += ["### Table 1: G-AP vs SA-PPG (95% bootstrap intervals; rank 1 = best)", "", table1(here), ""]
