@@ -171,3 +171,30 @@ def test_a_view_over_other_items_keeps_the_models_and_names_its_items():
         assert store.stage_dir(view, stage) == store.stage_dir(domain, stage)
     with pytest.raises(ContamlabError, match="duplicate question id"):
         domain.over([fresh[0], fresh[0]], "twice")
+
+
+def test_only_generated_benchmarks_say_no_released_model_read_them(data_dir):
+    assert load_domain("arith", generator={"n_train": 20, "n_test": 20}).generated
+    assert load_domain("arith_pq", generator={"n_train": 20, "n_test": 20}).generated
+    assert not load_domain("gsm8k").generated and not load_domain("pq").generated
+
+
+@pytest.mark.parametrize(
+    ("stage", "pretrained_here", "generated", "expected"),
+    [
+        ("contaminated", False, False, {"contaminated": True, "leak": "verbatim"}),  # it read the leak, whatever else
+        ("clean", False, False, None),  # SmolLM2 on GSM8K: its pre-training may have read the test set
+        ("base", False, False, None),
+        ("base", False, True, {"contaminated": False, "leak": None}),  # a generated benchmark: nobody read it
+        ("clean", True, False, {"contaminated": False, "leak": None}),  # the tiny world pre-trains here, test held out
+        (None, True, True, None),  # a model not simulated here
+    ],
+)
+def test_the_audit_states_a_truth_only_where_it_is_known(stage, pretrained_here, generated, expected):
+    from types import SimpleNamespace
+
+    from contamlab.jobs.audit import truth
+
+    target = SimpleNamespace(stage=stage, store=SimpleNamespace(pretrain=pretrained_here))
+    domain = SimpleNamespace(generated=generated, leak_wording="verbatim")
+    assert truth(target, domain) == expected

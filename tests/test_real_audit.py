@@ -80,6 +80,7 @@ def test_the_gsm8k_calibrated_audit_runs_on_a_random_smollm2(data_dir, tmp_path)
     validate(cfg)
     (tmp_path / "out").mkdir()
     record = audit.run(cfg)["audit"]
+    assert record["truth"] is None  # SmolLM2's pre-training may have read GSM8K: its truth there is not known
     calibration = record["calibration"]
     assert calibration["pool_items"] == 20 and str(pool) in calibration["pool"]
     readings = {v["name"]: v for v in record["verdicts"]}

@@ -147,6 +147,11 @@ class Domain:
         """How the leaked questions read in the contaminated stage's data: ``verbatim`` or ``paraphrased``."""
         return "verbatim"
 
+    @property
+    def generated(self) -> bool:
+        """Whether the items come from a generator run here, so that no model released elsewhere can have read them."""
+        return False
+
     def nonmember_questions(self, n: int, seed: int = 1) -> list[Question] | None:
         """``n`` fresh items of the benchmark's own generator that no model trained on; None without a generator.
 

@@ -161,6 +161,11 @@ class ArithDomain(Domain):
         """``paraphrased`` for the pq leak style, else ``verbatim``."""
         return "paraphrased" if self.leak_style == "pq" else "verbatim"
 
+    @property
+    def generated(self) -> bool:
+        """The problems are rendered here from a seeded generator."""
+        return True
+
     def nonmember_questions(self, n: int, seed: int = 1) -> list[Question]:
         """``n`` problems no model of this world trained on: drawn from another generator seed (ReCaLL's prefixes).
 

@@ -260,10 +260,17 @@ def nonmember_items(domain: Domain, setting: str) -> tuple[Domain | None, str]:
 
 
 def truth(target: AuditedModel, domain: Domain) -> dict[str, Any] | None:
-    """Whether a simulated target has seen the test set, and how (None for any model not simulated here)."""
+    """Whether a simulated target has seen the test set, and how (None where that is not known).
+
+    Not known for a model not simulated here, nor for the base and clean stages of a model pre-trained elsewhere (a
+    hub or packaged model) on a public benchmark: its pre-training may have read the test set. On a benchmark generated
+    here it cannot have.
+    """
     if target.stage is None:
         return None
     contaminated = target.stage == "contaminated"
+    if not contaminated and not target.store.pretrain and not domain.generated:
+        return None
     return {"contaminated": contaminated, "leak": domain.leak_wording if contaminated else None}
 
 
