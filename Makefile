@@ -208,15 +208,16 @@ REAL_ARGS ?= domain=gsm8k domain.max_test=100 audit.target=base audit.references
 real-audit: $(STAMP) ## Audit SmolLM2-135M-Instruct and Gemma-3-270m on GSM8K -> $(REAL)/report.md (CPU: about an hour)
 	$(PY) audit.py --multirun model=smollm2,gemma3 $(REAL_ARGS) progress=false hydra.sweep.dir=$(REAL)
 
-# The calibrated audit of the packaged models on GSM8K (docs/audit.md#gsm8k-calibrated-on-rephrasings): the real
+# The calibrated audit of the packaged models on GSM8K (docs/audit.md, "Calibrated on the model itself"): the real
 # audit's membership readings on the first 100 test questions against their PQ rephrasings, each with its false
 # alarms on splits of a pool of 200 PQ rephrasings of later test questions and its power on 3 twins (LoRA, 2 epochs
-# over half of the pool). About 25 min for SmolLM2 on a 2-core CPU, most of it the twins; a rerun reads the caches.
+# over half of the pool). 19 min for SmolLM2 and about 50 for Gemma-3 on a 2-core CPU, most of it the twins; a rerun
+# reads the caches.
 RAC ?= outputs/real_audit_calibrated
 RAC_MODELS ?= smollm2,gemma3
 RAC_POOL ?= outputs/pools/gsm8k_pq.jsonl
 
-real-audit-calibrated: $(STAMP) ## Calibrated audits of SmolLM2 and Gemma-3 on GSM8K (CPU: about 1.5 h) -> $(RAC)/*/audit.md
+real-audit-calibrated: $(STAMP) ## Calibrated audits of SmolLM2 and Gemma-3 on GSM8K (CPU: about 70 min) -> $(RAC)/*/audit.md
 	$(PY) scripts/rephrased_pool.py --skip 100 --n 200 --out $(RAC_POOL)
 	$(PY) audit.py --multirun experiment=real_audit model=$(RAC_MODELS) audit.calibrate.pool=$(RAC_POOL) progress=false \
 		hydra.sweep.dir=$(RAC)
