@@ -68,3 +68,24 @@ def test_the_detection_table_reads_job_folders_and_sets_the_tiny_world_beside(tm
     assert cells[3].startswith("0.46 ") and cells[4] == "1.00 [1.00, 1.00]" and cells[5] == "yes"
     report = write_report(tmp_path / "real", tmp_path / "tiny")
     assert "| loss | verbatim |" in report.read_text() and "No audits found." in report.read_text()
+
+
+def test_the_training_table_sums_twins_per_model_and_benchmark(tmp_path):
+    from contamlab.analysis.real_world import training_table
+
+    def summary(where, domain, stage, wall, seed=0):
+        folder = tmp_path / where
+        folder.mkdir(parents=True)
+        fields = {"model": "smollm2", "domain": domain, "stage": stage, "steps": 8, "tokens_per_epoch": 100}
+        record = {**fields, "tokens_per_s": 50.0, "wall_s": wall, "key_fields": {"seed": seed}}
+        (folder / "train_summary.json").write_text(json.dumps(record))
+
+    summary("smollm2/arith/clean-a", "arith", "clean", 60.0)
+    summary("smollm2/arith/contaminated-arith-b.partial", "arith", "contaminated", 999.0)  # killed: left out
+    summary("smollm2/twins/twin-1", "arith", "contaminated", 120.0)
+    summary("smollm2/twins/twin-2", "arith", "contaminated", 180.0)
+    summary("smollm2/twins/twin-3", "gsm8k", "contaminated", 240.0)
+    table = training_table(tmp_path)
+    assert table.count("| smollm2 |") == 1 and "| smollm2 | arith | clean | 0 | 8 | 100 | 50 | 60 |" in table
+    assert "the stages' own wall times summed: smollm2 1.0 min." in table
+    assert "smollm2 on arith 2 twins, 5.0 min; smollm2 on gsm8k 1 twin, 4.0 min." in table

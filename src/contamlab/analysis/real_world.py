@@ -217,12 +217,14 @@ def training_table(models_dir: Path) -> str | None:
     head = "| model | domain | stage | seed | steps | tokens per epoch | tok/s | wall (s) | precision |\n|" + "---|" * 9
     sums = "; ".join(f"{m} {t / 60:.1f} min" for m, t in total.items())
     twin_line = ""
-    if twins:
-        per_model = {m: [t for t in twins if t["model"] == m] for m in sorted({t["model"] for t in twins})}
+    if twins:  # per model and benchmark: one model's twins folder holds the twins of every audited benchmark
+        groups = sorted({(t["model"], t["domain"]) for t in twins})
+        per_group = {g: [t for t in twins if (t["model"], t["domain"]) == g] for g in groups}
         twin_line = (
             " Calibration twins, trained apart: "
             + "; ".join(
-                f"{m} {len(ts)} twins, {sum(t['wall_s'] for t in ts) / 60:.1f} min" for m, ts in per_model.items()
+                f"{m} on {d} {len(ts)} twin{'s' * (len(ts) != 1)}, {sum(t['wall_s'] for t in ts) / 60:.1f} min"
+                for (m, d), ts in per_group.items()
             )
             + "."
         )
