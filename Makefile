@@ -299,7 +299,7 @@ reproduce-real: $(STAMP) ## The paper's study on SmolLM2 x the synthetic benchma
 # The calibrated audits of the real-LM world's models (docs/audit.md#the-calibrated-audit): each clean and each
 # contaminated model of RW_MODELS x RW_SEEDS with the per-item membership readings, their false alarms on splits of a
 # pool of 200 fresh problems and their power on 3 twins per model. Needs the models of make real-world (the train
-# commands of its first loop); on a 2-core CPU about 12-22 min a SmolLM2 audit and 26-34 min a Gemma-3 one, most of
+# commands of its first loop); on a 2-core CPU about 12-22 min a SmolLM2 audit and 23-34 min a Gemma-3 one, most of
 # it the twins.
 RWC ?= outputs/real_world_calibrated
 RWC_AUDIT = audit.detectors=[loss,zlib,mink,minkpp] audit.mitigate=[] audit.calibrate.pool=auto progress=false $(RW_ARGS)
