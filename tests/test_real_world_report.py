@@ -89,3 +89,37 @@ def test_the_training_table_sums_twins_per_model_and_benchmark(tmp_path):
     assert table.count("| smollm2 |") == 1 and "| smollm2 | arith | clean | 0 | 8 | 100 | 50 | 60 |" in table
     assert "the stages' own wall times summed: smollm2 1.0 min." in table
     assert "smollm2 on arith 2 twins, 5.0 min; smollm2 on gsm8k 1 twin, 4.0 min." in table
+
+
+def test_the_calibrated_verdicts_are_counted_per_model_family(tmp_path):
+    """Two families' calibrated audits in one folder (as `make real-world-calibrated` writes them): not pooled."""
+
+    def audit(name, model, target, seed, contaminated, flagged, null_flagged):
+        cal = {"null": {"flagged": null_flagged, "total": 200}, "power": {"2 epochs": {"flagged": 3, "total": 3}}}
+        verdict = {"name": "loss", "flagged": flagged, "verdict": "…", "detail": {"calibration": cal}}
+        truth = {"contaminated": contaminated, "leak": "verbatim" if contaminated else None}
+        result = {
+            "config": {"model": {"name": model}, "seed": seed},
+            "audit": {
+                "benchmark": "arith",
+                "target": {"spec": target},
+                "references": [],
+                "truth": truth,
+                "calibration": {"pool": "auto"},
+                "verdicts": [verdict],
+                "detectors": {"loss": {"wall_s": 1.0}},
+            },
+            "timings": {"wall_s": 2.0},
+        }
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(result))
+
+    audit("a", "smollm2", "clean", 0, False, False, 10)
+    audit("b", "smollm2", "contaminated", 0, True, True, 12)
+    audit("c", "gemma3", "clean", 0, False, True, 30)  # a false alarm on Gemma-3 alone
+    audit("d", "gemma3", "clean", 1, False, False, 5)
+    text = write_report(tmp_path).read_text()
+    section = text.split("## Calibrated audits against the truth")[1]
+    gemma, smollm = section.split("### gemma3")[1].split("### smollm2")
+    assert "| loss | 1/2 | — | — | 35/400 | 6/6 |" in gemma
+    assert "| loss | 0/1 | 1/1 | — | 22/400 | 6/6 |" in smollm

@@ -11,6 +11,8 @@ detection jobs and the audits of ``make real-world``) and writes ``<dir>/real_wo
   With ``--tiny``, the tiny world's AUROC on the same detector and leak form stands beside it;
 - the meta-audit: for each model family, every audit reading's flagged / audited among the clean models (false
   alarms) and among the contaminated ones (power, per leak form), as :func:`contamlab.analysis.audit.meta_audit`;
+- the calibrated audits (``audit.calibrate.pool``): for each model family, every calibrated verdict against the
+  truth, with the null's false alarms and the twins' power summed over that family's audits;
 - the training cost: wall time and tokens per second of every stage, and each audit's detector times.
 """
 
@@ -191,6 +193,20 @@ def meta_audit_sections(results: Sequence[tuple[Path, dict[str, Any]]]) -> list[
     return out
 
 
+def calibration_sections(results: Sequence[tuple[Path, dict[str, Any]]]) -> list[str]:
+    """One table per model family of the calibrated verdicts against the truth (docs/audit.md).
+
+    Per family, because a reading's false alarms and power are properties of the model it calibrates on: summed over
+    SmolLM2 and Gemma-3 together, a count would describe neither.
+    """
+    audits = audit_results(results)
+    out = []
+    for model in sorted({r["config"]["model"]["name"] for r in audits}):
+        if table := calibration_table([r for r in audits if r["config"]["model"]["name"] == model]):
+            out += [f"### {model}", "", table, ""]
+    return out
+
+
 def training_table(models_dir: Path) -> str | None:
     """Markdown: every trained stage of the real LMs, its steps, tokens per second and wall time.
 
@@ -258,16 +274,15 @@ def write_report(root: Path, tiny_root: Path | None = None, models_dir: Path | N
         "",
         *(meta_audit_sections(results) or ["No audits found."]),
     ]
-    if calibrated := calibration_table(audit_results(results)):
+    if calibrated := calibration_sections(results):
         parts += [
             "## Calibrated audits against the truth",
             "",
             "Each calibrated reading's verdict (docs/audit.md#the-calibrated-audit): flagged / given a verdict, and "
             "the audits where it gave none for want of power; the null's false alarms and the twins' power summed "
-            "over the audits.",
+            "over a model family's audits.",
             "",
-            calibrated,
-            "",
+            *calibrated,
         ]
     if models_dir is not None and (table := training_table(models_dir)):
         parts += ["## Training", "", table, ""]
