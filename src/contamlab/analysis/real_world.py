@@ -177,32 +177,36 @@ def per_seed_table(found: dict) -> str:
     return "\n".join(lines)
 
 
-def meta_audit_sections(results: Sequence[tuple[Path, dict[str, Any]]]) -> list[str]:
+def by_family(audits: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The audits grouped by model family, families in name order."""
+    families: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in audits:
+        families[r["config"]["model"]["name"]].append(r)
+    return dict(sorted(families.items()))
+
+
+def meta_audit_sections(audits: Sequence[dict[str, Any]]) -> list[str]:
     """One meta-audit table per model family (flagged / audited among clean and contaminated models).
 
     A model audited by several jobs (the cheap detectors in one, a costly one in another) counts once in the heading.
     """
-    audits = audit_results(results)
     out = []
-    for model in sorted({r["config"]["model"]["name"] for r in audits}):
-        family = [r for r in audits if r["config"]["model"]["name"] == model]
-        table = meta_audit(family)
-        if table:
+    for model, family in by_family(audits).items():
+        if table := meta_audit(family):
             n = len({(target_label(r), r["audit"]["benchmark"]) for r in family})
             out += [f"### {model} ({n} models audited)", "", table, ""]
     return out
 
 
-def calibration_sections(results: Sequence[tuple[Path, dict[str, Any]]]) -> list[str]:
+def calibration_sections(audits: Sequence[dict[str, Any]]) -> list[str]:
     """One table per model family of the calibrated verdicts against the truth (docs/audit.md).
 
     Per family, because a reading's false alarms and power are properties of the model it calibrates on: summed over
     SmolLM2 and Gemma-3 together, a count would describe neither.
     """
-    audits = audit_results(results)
     out = []
-    for model in sorted({r["config"]["model"]["name"] for r in audits}):
-        if table := calibration_table([r for r in audits if r["config"]["model"]["name"] == model]):
+    for model, family in by_family(audits).items():
+        if table := calibration_table(family):
             out += [f"### {model}", "", table, ""]
     return out
 
@@ -251,6 +255,7 @@ def write_report(root: Path, tiny_root: Path | None = None, models_dir: Path | N
     """Write ``<root>/real_world.md`` from the jobs below ``root``; return its path."""
     results = load_results(root)
     found = detections(results)
+    audits = audit_results(results)
     tiny = detections(load_results(tiny_root)) if tiny_root else None
     parts = [
         "# The real-LM world",
@@ -272,9 +277,9 @@ def write_report(root: Path, tiny_root: Path | None = None, models_dir: Path | N
         "",
         "Clean models are the false-alarm column; contaminated ones the power columns (docs/audit.md).",
         "",
-        *(meta_audit_sections(results) or ["No audits found."]),
+        *(meta_audit_sections(audits) or ["No audits found."]),
     ]
-    if calibrated := calibration_sections(results):
+    if calibrated := calibration_sections(audits):
         parts += [
             "## Calibrated audits against the truth",
             "",
@@ -286,7 +291,7 @@ def write_report(root: Path, tiny_root: Path | None = None, models_dir: Path | N
         ]
     if models_dir is not None and (table := training_table(models_dir)):
         parts += ["## Training", "", table, ""]
-    if audits := audit_results(results):
+    if audits:
         parts += ["## Audit cost", "", "Seconds of each detector's scoring of the target (first computation).", ""]
         parts += [timing_table(audits), ""]
     out = root / "real_world.md"
