@@ -69,6 +69,45 @@ def test_recall_detector_against_unbatched_passes(tok, model):
         ReCaLLDetector(nonmember="webtext")
 
 
+class _SeededDomain(_Domain):
+    """A prefix whose wording depends on the seed, so that two prefixes read differently."""
+
+    def nonmember_questions(self, n, seed):
+        return [Question(f"n{i}", f"Ava sold {seed + i + 3} pens.", f"She sold {seed + i + 3}.", "0") for i in range(n)]
+
+
+def test_recall_averages_its_ratio_over_prefixes(tok, model):
+    """``prefixes=2`` is the per-item mean of the ratios at seed and seed + 1, each from its own unbatched passes."""
+    out = ReCaLLDetector(nonmember="generated", n_shots=1, seed=4, prefixes=2).score(
+        DetectionContext(_SeededDomain(), QS, "tiny", lambda: (model, tok))
+    )
+    sep = tok("\n\n")["input_ids"]
+    for q, got in zip(QS, out.scores):
+        plain = tok(f"Question: {q.question}\nAnswer: {q.solution}")["input_ids"]
+        a = token_logprobs(model, plain)
+        ratios = []
+        for seed in (4, 5):
+            prefix = tok(f"Question: Ava sold {seed + 3} pens.\nAnswer: She sold {seed + 3}.")["input_ids"]
+            b = token_logprobs(model, prefix + sep + plain)[-len(a) :]
+            ratios.append(b.mean() / a.mean())
+        assert ratios[0] != pytest.approx(ratios[1], rel=1e-6)  # the two prefixes do read apart
+        assert got == pytest.approx(np.mean(ratios), rel=1e-4)
+    assert out.extra["prefixes"] == 2
+    with pytest.raises(ContamlabError, match="detector.prefixes=0"):
+        ReCaLLDetector(prefixes=0)
+
+
+def test_recall_prefixes_from_a_file_are_disjoint_slices(tmp_path, tok, model):
+    path = tmp_path / "nonmembers.jsonl"
+    path.write_text("".join(f'{{"text": "Text number {i}."}}\n' for i in range(5)))
+    det = ReCaLLDetector(nonmember=str(path), n_shots=2, prefixes=2)
+    ctx = DetectionContext(_Domain(), QS, "tiny", lambda: (model, tok))
+    assert det.prefix_texts(ctx, 0)[0] == ["Text number 0.", "Text number 1."]
+    assert det.prefix_texts(ctx, 1)[0] == ["Text number 2.", "Text number 3."]
+    with pytest.raises(ContamlabError, match="5 texts, n_shots=2 x prefixes=3"):
+        ReCaLLDetector(nonmember=str(path), n_shots=2, prefixes=3).prefix_texts(ctx, 0)
+
+
 # -- DC-PDD ---------------------------------------------------------------------------------------------------------
 def test_dcpdd_by_hand():
     freq = token_frequencies([[0, 1, 1], [2]], 4)  # counts [1, 2, 1, 0], N = 4: (c + 1) / (4 + 4)

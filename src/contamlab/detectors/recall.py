@@ -14,11 +14,17 @@ Where the prefix comes from must be something the model surely never saw, and is
 (``nonmember``): ``generated`` (the synthetic domain's problems from another generator seed), ``openorca`` (the
 OpenOrca sample: general instruction text) or a path to a JSONL file with a ``text`` field; ``auto`` takes
 ``generated`` where the domain can generate and ``openorca`` elsewhere. Results record the choice.
+
+The reading depends on which few texts the prefix holds (an item that shares wording with it gains more from it).
+``prefixes`` > 1 averages each item's ratio over that many independently drawn prefixes (seeds ``seed``,
+``seed + 1``, ...; disjoint slices of a JSONL file), at that many times the conditioned passes. The released code
+scores one prefix (``prefixes: 1``, the default); the average is this project's option, not the paper's ensemble.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,7 +72,8 @@ class ReCaLLDetector(Detector):
         n_shots: Non-member texts in the prefix.
         separator: Text between the prefix texts and before the target.
         text: What is scored: ``document`` (question block + reference response), ``question`` or ``answer``.
-        seed: Seed of the choice of prefix texts.
+        seed: Seed of the choice of prefix texts (the first prefix's; the others take the next seeds).
+        prefixes: Independently drawn prefixes whose ratios are averaged per item (1: the released method).
         batch_tokens: Rows x padded length per forward pass (None: 1,024 on a CPU, 8,192 on an accelerator).
     """
 
@@ -76,21 +83,25 @@ class ReCaLLDetector(Detector):
     separator: str = "\n\n"
     text: str = "document"
     seed: int = 0
+    prefixes: int = 1
     batch_tokens: int | None = field(default=None, metadata=RUNTIME)
 
     def __post_init__(self) -> None:
         if self.n_shots < 1:
             raise ContamlabError(f"detector.n_shots={self.n_shots}: need at least one non-member text")
+        if self.prefixes < 1:
+            raise ContamlabError(f"detector.prefixes={self.prefixes}: need at least one prefix")
         if self.nonmember not in SOURCES and not self.nonmember.endswith(".jsonl"):
             raise ContamlabError(
                 f"detector.nonmember={self.nonmember!r}: use auto, generated, openorca or a .jsonl file path"
             )
         check_text_mode(self.text)
 
-    def prefix_texts(self, ctx: DetectionContext) -> tuple[list[str], str]:
-        """The non-member texts of the prefix and the name of their source."""
+    def prefix_texts(self, ctx: DetectionContext, index: int = 0) -> tuple[list[str], str]:
+        """The non-member texts of prefix ``index`` (of ``prefixes``) and the name of their source."""
         source = self.nonmember
-        generated = ctx.domain.nonmember_questions(self.n_shots, self.seed) if source in ("auto", "generated") else None
+        seed = self.seed + index
+        generated = ctx.domain.nonmember_questions(self.n_shots, seed) if source in ("auto", "generated") else None
         if source == "auto":
             source = "generated" if generated is not None else "openorca"
         if source == "generated":
@@ -101,18 +112,41 @@ class ReCaLLDetector(Detector):
                 )
             return [question_text(ctx.domain, q, "document") for q in generated], "generated"
         if source == "openorca":
-            examples = load_openorca(self.n_shots, self.seed)
+            examples = load_openorca(self.n_shots, seed)
             return [f"{e.prompt}{e.response}" for e in examples], "openorca"
         texts = read_texts(source, "detector.nonmember")
-        if len(texts) < self.n_shots:
-            raise ContamlabError(f"detector.nonmember={source}: {len(texts)} texts, n_shots={self.n_shots}")
-        return texts[: self.n_shots], str(Path(source).expanduser())
+        if len(texts) < self.n_shots * self.prefixes:
+            raise ContamlabError(
+                f"detector.nonmember={source}: {len(texts)} texts, n_shots={self.n_shots} x prefixes={self.prefixes}"
+            )
+        return texts[index * self.n_shots : (index + 1) * self.n_shots], str(Path(source).expanduser())
 
     def score(self, ctx: DetectionContext) -> DetectorOutput:
-        """LL(x | P) / LL(x) per question; the dataset score is the mean ratio."""
+        """LL(x | P) / LL(x) per question (the mean over ``prefixes`` prefixes); the dataset score is the mean."""
         texts = [question_text(ctx.domain, q, self.text) for q in ctx.questions]
-        prefix, source = self.prefix_texts(ctx)
         plain = token_stats(ctx, texts, self.batch_tokens)  # shared with loss / zlib / mink when text matches
+        ratios = np.full((self.prefixes, len(texts)), math.nan)  # [prefixes, questions]
+        for k in range(self.prefixes):
+            prefix, source = self.prefix_texts(ctx, k)
+            ratios[k] = self.conditioned_ratios(ctx, texts, prefix, plain)
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an item no prefix could score stays NaN
+            scores = [float(v) for v in np.nanmean(ratios, axis=0)]
+        finite = [s for s in scores if not math.isnan(s)]
+        return DetectorOutput(
+            scores,
+            float(np.mean(finite)) if finite else None,
+            {},
+            {
+                "nonmember": source,
+                "n_shots": self.n_shots,
+                "prefixes": self.prefixes,
+                "dropped": len(scores) - len(finite),
+            },
+        )
+
+    def conditioned_ratios(self, ctx: DetectionContext, texts: list[str], prefix: list[str], plain) -> list[float]:
+        """Each text's ReCaLL ratio after one prefix (NaN where the target's tokens do not line up)."""
         tok = ctx.tokenizer
         joined, lengths = [], []
         for text in texts:
@@ -129,16 +163,10 @@ class ReCaLLDetector(Detector):
             score_from=[len(ids) - max(n, 0) for ids, n in zip(joined, lengths)],
             share_prefix=True,  # the same non-member prefix before every item: its KV is computed once
         )
-        scores = []
+        ratios = []
         for p, st, n_target in zip(plain, stats, lengths):
             if n_target <= 0 or n_target != len(p.logprobs):
-                scores.append(math.nan)
+                ratios.append(math.nan)
                 continue
-            scores.append(recall_score(p.logprobs, st.logprobs[-n_target:]))
-        finite = [s for s in scores if not math.isnan(s)]
-        return DetectorOutput(
-            scores,
-            float(np.mean(finite)) if finite else None,
-            {},
-            {"nonmember": source, "n_shots": self.n_shots, "dropped": len(scores) - len(finite)},
-        )
+            ratios.append(recall_score(p.logprobs, st.logprobs[-n_target:]))
+        return ratios
