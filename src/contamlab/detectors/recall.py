@@ -42,7 +42,7 @@ from contamlab.detectors.base import (
 )
 from contamlab.detectors.codec import context_ids
 from contamlab.detectors.membership import token_stats
-from contamlab.detectors.scoring import score_sequences
+from contamlab.detectors.scoring import TokenStats, score_sequences
 from contamlab.errors import ContamlabError
 
 SOURCES = ("auto", "generated", "openorca")
@@ -128,8 +128,8 @@ class ReCaLLDetector(Detector):
         ratios = np.full((self.prefixes, len(texts)), math.nan)  # [prefixes, questions]
         for k in range(self.prefixes):
             prefix, source = self.prefix_texts(ctx, k)
-            ratios[k] = self.conditioned_ratios(ctx, texts, prefix, plain)
-        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            ratios[k] = self.conditioned_ratios(ctx, texts, prefix, plain, desc=f"recall {k + 1}/{self.prefixes}")
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an item no prefix could score stays NaN
             scores = [float(v) for v in np.nanmean(ratios, axis=0)]
         finite = [s for s in scores if not math.isnan(s)]
@@ -145,8 +145,18 @@ class ReCaLLDetector(Detector):
             },
         )
 
-    def conditioned_ratios(self, ctx: DetectionContext, texts: list[str], prefix: list[str], plain) -> list[float]:
-        """Each text's ReCaLL ratio after one prefix (NaN where the target's tokens do not line up)."""
+    def conditioned_ratios(
+        self, ctx: DetectionContext, texts: list[str], prefix: list[str], plain: list[TokenStats], desc: str = "recall"
+    ) -> list[float]:
+        """Each text's ReCaLL ratio after one prefix (NaN where the target's tokens do not line up).
+
+        Args:
+            ctx: The model and tokenizer.
+            texts: The scored texts.
+            prefix: The non-member texts put before each of them.
+            plain: Each text's token statistics scored alone (the shared pass).
+            desc: The progress bar's label.
+        """
         tok = ctx.tokenizer
         joined, lengths = [], []
         for text in texts:
@@ -159,7 +169,7 @@ class ReCaLLDetector(Detector):
             tok.pad_token_id,
             batch_tokens=self.batch_tokens,
             progress=ctx.progress,
-            desc="recall",
+            desc=desc,
             score_from=[len(ids) - max(n, 0) for ids, n in zip(joined, lengths)],
             share_prefix=True,  # the same non-member prefix before every item: its KV is computed once
         )
