@@ -102,10 +102,11 @@ def test_recall_prefixes_from_a_file_are_disjoint_slices(tmp_path, tok, model):
     path.write_text("".join(f'{{"text": "Text number {i}."}}\n' for i in range(5)))
     det = ReCaLLDetector(nonmember=str(path), n_shots=2, prefixes=2)
     ctx = DetectionContext(_Domain(), QS, "tiny", lambda: (model, tok))
-    assert det.prefix_texts(ctx, 0)[0] == ["Text number 0.", "Text number 1."]
-    assert det.prefix_texts(ctx, 1)[0] == ["Text number 2.", "Text number 3."]
+    prefixes, source = det.prefix_texts(ctx)
+    assert prefixes == [["Text number 0.", "Text number 1."], ["Text number 2.", "Text number 3."]]
+    assert source == str(path)
     with pytest.raises(ContamlabError, match="5 texts, n_shots=2 x prefixes=3"):
-        ReCaLLDetector(nonmember=str(path), n_shots=2, prefixes=3).prefix_texts(ctx, 0)
+        ReCaLLDetector(nonmember=str(path), n_shots=2, prefixes=3).prefix_texts(ctx)
 
 
 # -- DC-PDD ---------------------------------------------------------------------------------------------------------

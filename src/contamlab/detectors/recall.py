@@ -97,37 +97,42 @@ class ReCaLLDetector(Detector):
             )
         check_text_mode(self.text)
 
-    def prefix_texts(self, ctx: DetectionContext, index: int = 0) -> tuple[list[str], str]:
-        """The non-member texts of prefix ``index`` (of ``prefixes``) and the name of their source."""
+    def prefix_texts(self, ctx: DetectionContext) -> tuple[list[list[str]], str]:
+        """The non-member texts of each of the ``prefixes`` prefixes and the name of their source.
+
+        Returns:
+            ``[prefixes][n_shots]`` texts (prefix k drawn at seed ``seed + k``; a JSONL file is read once and cut
+            into disjoint slices) and the source that ``auto`` resolved to.
+        """
+        seeds = range(self.seed, self.seed + self.prefixes)
         source = self.nonmember
-        seed = self.seed + index
-        generated = ctx.domain.nonmember_questions(self.n_shots, seed) if source in ("auto", "generated") else None
-        if source == "auto":
-            source = "generated" if generated is not None else "openorca"
-        if source == "generated":
-            if generated is None:
+        if source in ("auto", "generated"):
+            generated = [ctx.domain.nonmember_questions(self.n_shots, s) for s in seeds]
+            if generated[0] is not None:
+                return [[question_text(ctx.domain, q, "document") for q in g] for g in generated], "generated"
+            if source == "generated":
                 raise ContamlabError(
                     f"detector.nonmember=generated: domain={ctx.domain.name} cannot generate problems; use openorca "
                     "or a .jsonl file of texts the model never saw"
                 )
-            return [question_text(ctx.domain, q, "document") for q in generated], "generated"
+            source = "openorca"
         if source == "openorca":
-            examples = load_openorca(self.n_shots, seed)
-            return [f"{e.prompt}{e.response}" for e in examples], "openorca"
+            return [[f"{e.prompt}{e.response}" for e in load_openorca(self.n_shots, s)] for s in seeds], "openorca"
         texts = read_texts(source, "detector.nonmember")
         if len(texts) < self.n_shots * self.prefixes:
             raise ContamlabError(
                 f"detector.nonmember={source}: {len(texts)} texts, n_shots={self.n_shots} x prefixes={self.prefixes}"
             )
-        return texts[index * self.n_shots : (index + 1) * self.n_shots], str(Path(source).expanduser())
+        slices = [texts[k * self.n_shots : (k + 1) * self.n_shots] for k in range(self.prefixes)]
+        return slices, str(Path(source).expanduser())
 
     def score(self, ctx: DetectionContext) -> DetectorOutput:
         """LL(x | P) / LL(x) per question (the mean over ``prefixes`` prefixes); the dataset score is the mean."""
         texts = [question_text(ctx.domain, q, self.text) for q in ctx.questions]
         plain = token_stats(ctx, texts, self.batch_tokens)  # shared with loss / zlib / mink when text matches
         ratios = np.full((self.prefixes, len(texts)), math.nan)  # [prefixes, questions]
-        for k in range(self.prefixes):
-            prefix, source = self.prefix_texts(ctx, k)
+        prefixes, source = self.prefix_texts(ctx)
+        for k, prefix in enumerate(prefixes):
             ratios[k] = self.conditioned_ratios(ctx, texts, prefix, plain, desc=f"recall {k + 1}/{self.prefixes}")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an item no prefix could score stays NaN
