@@ -143,6 +143,9 @@ def test_constat_verdict_reads_the_test_and_needs_a_reference():
     assert "simplified test" in v.verdict and "1 reference model)" in v.verdict
     assert "the authors' spline test" in V.constat_verdict({**test, "method": "spline"}, FAST).verdict
     assert V.constat_verdict({**test, "p_value": 0.2}, FAST).flagged is False
+    # an exact tie computed as a mean of float differences (0.3 - 0.2 - 0.1 = -2.8e-17) reads as 0, not -0
+    tie = V.constat_verdict({**test, "effect": float(np.mean([0.3 - 0.2 - 0.1] * 3))}, FAST)
+    assert tie.value == 0.0 and math.copysign(1.0, tie.value) == 1.0
     none = V.constat_verdict(None, FAST, raw=(0.7, 0.4))
     assert none.flagged is None and none.value == pytest.approx(0.3)
 

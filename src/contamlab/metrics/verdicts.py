@@ -479,7 +479,9 @@ def constat_verdict(
             "no reference model: S(D) - S(D') alone cannot separate contamination from a harder rephrasing",
             None,
         )
-    p, effect = float(test["p_value"]), float(test["effect"])
+    # The effect is a mean of differences of accuracies (multiples of 1 / n): round off the float noise that would
+    # print an exact tie as -6.9e-18 (+ 0.0 turns -0.0 into 0.0).
+    p, effect = float(test["p_value"]), round(float(test["effect"]), 12) + 0.0
     flagged = p < settings.alpha
     words = "does not generalise" if flagged else "generalises"
     return Verdict(
