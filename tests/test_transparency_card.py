@@ -42,3 +42,29 @@ def test_card_from_trained_stages(trained, tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "transparency_card.md").is_file()
+
+
+def test_card_from_audit_reads_the_verdicts_and_the_domains_prompt(data_dir):
+    from contamlab.analysis.transparency_card import card_from_audit
+    from contamlab.config import build, compose
+
+    verdict = {"name": "loss", "flagged": True, "value": 0.8, "statistic": "AUROC", "verdict": "x"}
+    results = {
+        "audit": {
+            "target": {"spec": "contaminated", "source": "smollm2"},
+            "benchmark": "arith",
+            "verdicts": [
+                verdict,
+                {**verdict, "name": "zlib", "flagged": False},
+                {**verdict, "name": "cdd", "flagged": None},
+            ],
+        },
+        "config": {"m": 8, "temperature": 0.7},
+    }
+    domain = build(compose("evaluate", ["domain=arith", "domain.prompt.n_shot=2"]).domain, "domain")
+    card = card_from_audit(results, domain)
+    assert card["benchmarks"][0]["test_split_used"] == "measured: suspected: 1 of 2 readings flag it (loss)"
+    assert card["evaluation"]["prompt"] == {"question_prefix": "Question: ", "answer": domain.format.answer_prefix}
+    assert card["evaluation"]["n_shot"] == 2 and "m=8" in card["evaluation"]["decoding"]
+    open_card = card_from_audit(results)  # no domain: the prompt is left for the authors to fill in
+    assert open_card["evaluation"]["prompt"] == "(fill in)" and open_card["evaluation"]["n_shot"] == "(fill in)"

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text
+
+if TYPE_CHECKING:
+    from contamlab.data.domain import Domain
 
 UNKNOWN = "(fill in)"
 
@@ -162,7 +165,7 @@ def card_from_stage(stage_dir: str | Path, evaluation: dict[str, Any] | None = N
     }
 
 
-def card_from_audit(results: dict[str, Any], domain: Any = None) -> dict[str, Any]:
+def card_from_audit(results: dict[str, Any], domain: Domain | None = None) -> dict[str, Any]:
     """The card of an audited model, filled from what the audit measured (:mod:`contamlab.jobs.audit`).
 
     An audit cannot know how a model was trained, only what its outputs suggest: each benchmark line says which
@@ -185,7 +188,7 @@ def card_from_audit(results: dict[str, Any], domain: Any = None) -> dict[str, An
     train = [v for v in verdicts if v["name"].startswith("benbench/delta_train_test") and v["value"] is not None]
     train_used = "; ".join(f"{v['statistic']} = {v['value']:.1f} ({v['verdict']})" for v in train) or UNKNOWN
     cfg = results.get("config", {})
-    fmt = getattr(domain, "format", None)
+    fmt = domain.format if domain is not None else None
     card = blank_card()
     card["model_details"]["name"] = audit["target"]["spec"]
     card["model_details"]["base_model"] = audit["target"]["source"]
@@ -200,12 +203,12 @@ def card_from_audit(results: dict[str, Any], domain: Any = None) -> dict[str, An
     ]
     card["evaluation"] = {
         "prompt": {
-            "question_prefix": getattr(fmt, "question_prefix", None),
-            "answer": getattr(fmt, "answer_prefix", None),
+            "question_prefix": fmt.question_prefix,
+            "answer": fmt.answer_prefix,
         }
         if fmt is not None
         else UNKNOWN,
-        "n_shot": getattr(fmt, "n_shot", UNKNOWN) if fmt is not None else UNKNOWN,
+        "n_shot": fmt.n_shot if fmt is not None else UNKNOWN,
         "decoding": f"greedy + m={cfg.get('m')} samples at temperature {cfg.get('temperature')}",
         "metric": "exact match of the final answer by the domain's checker",
         "code": "contamlab (audit.py)",
