@@ -460,6 +460,12 @@ def test_paraphraser_checks_numbers_retries_and_caches(tmp_path, monkeypatch):
     assert "secret" not in str(para.identity())
     again = OpenAIParaphraser("http://x/v1", "m", cache_dir=str(tmp_path), post=lambda *a: 1 / 0)
     assert again.paraphrase(q, 0) == out  # served from the cache
+    # a job's cache directory fills in only where the config left none
+    unset = OpenAIParaphraser("http://x/v1", "m", post=lambda *a: 1 / 0)
+    unset.default_cache(str(tmp_path))
+    assert unset.paraphrase(q, 0) == out
+    again.default_cache(str(tmp_path / "elsewhere"))
+    assert again.cache_dir == str(tmp_path)
 
 
 def test_batch_tokens_default_follows_the_device_and_bad_values_are_named(tok, model):

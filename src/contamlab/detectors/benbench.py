@@ -267,8 +267,8 @@ class BenBenchDetector(Detector):
     # -- the job ---------------------------------------------------------------------------------------------------
     def score(self, ctx: DetectionContext) -> DetectorOutput:
         """Metrics on the original and reference test (and train) sets; per-question score and Δ / δ summaries."""
-        if self.paraphraser is not None and getattr(self.paraphraser, "cache_dir", "") is None:
-            self.paraphraser.cache_dir = ctx.cache_dir
+        if self.paraphraser is not None:
+            self.paraphraser.default_cache(ctx.cache_dir)
         test = list(ctx.questions)
         splits: dict[str, list[Question]] = {"test": test}
         # δ_train-test needs a train split; a test-only benchmark (a JSONL of test items) reports the test side only

@@ -71,6 +71,12 @@ class Paraphraser:
         """What determines the rewrites (for cache keys)."""
         return {"class": type(self).__name__}
 
+    def default_cache(self, cache_dir: str | None) -> None:
+        """Cache rewrites under ``cache_dir`` unless the config chose a place (the job's ``paths.cache_dir``).
+
+        A paraphraser whose rewrites cost nothing to redo (a template, a test double) keeps nothing: the default.
+        """
+
 
 class OpenAIParaphraser(Paraphraser):
     """Rewrites through an OpenAI-compatible ``/chat/completions`` endpoint, cached per (item, version).
@@ -122,6 +128,11 @@ class OpenAIParaphraser(Paraphraser):
         request = urllib.request.Request(url, json.dumps(payload).encode(), headers, method="POST")
         with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310 (configured URL)
             return json.loads(response.read().decode())
+
+    def default_cache(self, cache_dir: str | None) -> None:
+        """Cache rewrites under ``cache_dir`` when ``cache_dir`` was left None in the config."""
+        if self.cache_dir is None:
+            self.cache_dir = cache_dir
 
     def _cache_path(self, question: Question, version: int) -> Path | None:
         if not self.cache_dir:
