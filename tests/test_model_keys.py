@@ -44,3 +44,5 @@ def test_vllm_gets_the_resolved_dtype():
     assert setup.factory.keywords["dtype"] == "float32"  # auto on a CPU
     setup = sampling_setup(compose("evaluate", ["model=pythia", "model.dtype=float16", "sampler=vllm"]))
     assert setup.factory.keywords["dtype"] == "float16"
+    assert setup.takes_source  # vLLM loads the model from its source: a strategy that patches the HF model cannot run
+    assert not sampling_setup(compose("evaluate", ["model=smollm2"])).takes_source

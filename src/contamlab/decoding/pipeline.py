@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -234,7 +235,7 @@ class SamplingSetup:
         cache_dir: Root of the job's caches (samples go to ``<cache_dir>/samples``).
     """
 
-    factory: Callable[..., Sampler]
+    factory: partial[Sampler]
     backend: str
     m: int
     temperature: float
@@ -247,7 +248,7 @@ class SamplingSetup:
     @property
     def takes_source(self) -> bool:
         """Whether the backend builds its own engine from the model's source (vLLM) instead of a loaded model."""
-        return getattr(getattr(self.factory, "func", self.factory), "takes_source", False)
+        return self.factory.func.takes_source
 
     def model_key(self, store: ModelStore, source: str) -> dict:
         """The model's part of the sample cache key."""

@@ -21,7 +21,7 @@ import copy
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import torch
 
@@ -153,8 +153,11 @@ class Sampler(Protocol):
         max_new_tokens: Token budget per response.
         stats: Throughput of the decode calls so far.
         last_entropy: ``[q][j]``: mean greedy entropy of response j of prompt q of the last ``greedy`` call.
+        takes_source: The backend is built from the model's source (path or hub id) and loads it itself (vLLM),
+            rather than from a model contamlab loaded (a strategy that patches the model cannot run on it).
     """
 
+    takes_source: ClassVar[bool]
     name: str
     tokenizer: Any
     max_new_tokens: int
@@ -219,6 +222,8 @@ class HFSampler:
             long few-shot prompt. Same distribution, float rounding of another attention kernel (so the sample cache
             key names it). Ignored for a model that brings its own cache (``make_cache``).
     """
+
+    takes_source: ClassVar[bool] = False  # decodes the model it is given
 
     def __init__(
         self,
