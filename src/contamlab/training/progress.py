@@ -15,10 +15,13 @@ import sys
 import time
 from collections import deque
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import lightning as L
 from lightning.pytorch.callbacks import Callback
+
+if TYPE_CHECKING:
+    from contamlab.training.module import CausalLMModule
 
 log = logging.getLogger("contamlab")
 
@@ -119,7 +122,7 @@ class StageProgress(Callback):
         return "  ".join(parts)
 
     def on_train_batch_end(
-        self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, batch_idx: int
+        self, trainer: L.Trainer, pl_module: CausalLMModule, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
         """Advance by the optimiser steps taken (none on an accumulation micro-batch)."""
         step = int(trainer.global_step)
@@ -130,12 +133,10 @@ class StageProgress(Callback):
         loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
         loss = float(loss) if loss is not None else None
         elapsed = max(1e-9, time.perf_counter() - self._t0)
-        tokens = getattr(pl_module, "tokens_seen", None)
-        tokens_per_s = tokens / elapsed if tokens is not None else None
+        tokens_per_s = pl_module.tokens_seen / elapsed
         if self._bar is not None:
             postfix = {"loss": f"{loss:.3f}"} if loss is not None else {}
-            if tokens_per_s is not None:
-                postfix["tok/s"] = f"{tokens_per_s:,.0f}"
+            postfix["tok/s"] = f"{tokens_per_s:,.0f}"
             self._bar.set_postfix(postfix, refresh=False)
             self._bar.update(advanced)
         elif step % self.every_n_steps == 0 or step == self._total:
