@@ -329,7 +329,7 @@ def sample_model(
             )
         finally:
             for each in samplers:
-                getattr(each, "close", lambda: None)()  # a second vLLM engine would not fit beside the first on a GPU
+                each.close()  # a second vLLM engine would not fit beside the first on a GPU
         tokens = sum(s.stats.generated_tokens for s in samplers)
         decode_s = sum(s.stats.wall_s for s in samplers)
         timing: dict[str, Any] = {

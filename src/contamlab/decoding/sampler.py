@@ -201,6 +201,10 @@ class Sampler(Protocol):
         """What of the backend's batching changes the samples (part of the sample cache key)."""
         ...
 
+    def close(self) -> None:
+        """Free what the backend holds beyond the model (a vLLM engine: a second would not fit beside it)."""
+        ...
+
 
 class HFSampler:
     """Batched greedy / temperature sampling with shared prompt KV caches.
@@ -531,6 +535,9 @@ class HFSampler:
         if self.shared_kv:
             fields["kv"] = "shared"  # another attention kernel: other float rounding, so possibly other samples
         return fields
+
+    def close(self) -> None:
+        """Nothing to free: the model belongs to the caller, and the prefix cache goes with this object."""
 
     def _draw(self, probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """One token per row from ``probs`` ([R, V] on the model's device), returned on that device.
