@@ -7,7 +7,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from torch import nn
 
@@ -20,6 +20,7 @@ from contamlab.errors import ContamlabError
 if TYPE_CHECKING:
     from contamlab.data.domain import Domain
     from contamlab.data.question import Question
+    from contamlab.decoding.sampler import HFSampler
 
 log = logging.getLogger("contamlab")
 
@@ -71,7 +72,9 @@ def locate_set(questions: Sequence[Question], is_leaked: Callable[[str], bool], 
     return [q for q in questions if q.id in chosen][:n]
 
 
-def greedy_accuracy(make_sampler: Callable[[nn.Module], Any], domain: Domain, questions, prompt_ids) -> Accuracies:
+def greedy_accuracy(
+    make_sampler: Callable[[nn.Module], HFSampler], domain: Domain, questions, prompt_ids
+) -> Accuracies:
     """Step B's accuracies: greedy decoding of the locate prompts, checked by the domain, for several channel sets.
 
     The prompts are repeated once per channel set and decoded as rows of the same batches by a
@@ -95,7 +98,7 @@ def locate(
     con: nn.Module,
     un: nn.Module,
     base: nn.Module,
-    make_sampler: Callable[[nn.Module], Any],
+    make_sampler: Callable[[nn.Module], HFSampler],
     domain: Domain,
     questions: Sequence[Question],
     config: LocateConfig,
@@ -128,7 +131,7 @@ def locate(
     t_a = time.perf_counter() - started
     accuracies = greedy_accuracy(make_sampler, domain, questions, prompt_ids)
     d_ff = comparative.shape[1]
-    per_decode = max(1, getattr(sampler, "batch_rows", 0) // len(questions))  # blocks that fill one decode batch
+    per_decode = max(1, sampler.batch_rows // len(questions))  # blocks that fill one decode batch
     delta_con, delta_base = (
         causal_deltas(target, un, accuracies, n_layers, d_ff, config.block, progress, label, per_decode)
         for target, label in ((con, "contaminated"), (base, "base"))
