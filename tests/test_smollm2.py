@@ -101,6 +101,35 @@ def test_conversion_then_reuse(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, 
     assert sorted(p.name for p in cache.iterdir()) == [CONVERTED_NAME]
 
 
+def test_a_conversion_leaves_the_random_state_as_it_found_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake_gguf: Path
+) -> None:
+    """A stage that builds the cache draws the same numbers afterwards as one that reads it (one command, one model)."""
+    import random
+
+    import numpy as np
+    import torch
+
+    def drawing_convert(gguf: Path, out_dir: Path) -> dict[str, object]:
+        torch.nn.Linear(8, 8)  # from_config initialises weights from the global generator
+        torch.manual_seed(1234)  # the random base seeds it outright
+        random.random(), np.random.rand()
+        (out_dir / "model.safetensors").write_bytes(b"weights")
+        return {}
+
+    monkeypatch.setattr(packaged, "_convert", drawing_convert)
+
+    def draws() -> tuple[float, float, float]:
+        return torch.rand(1).item(), random.random(), float(np.random.rand())
+
+    torch.manual_seed(0), random.seed(0), np.random.seed(0)
+    expected = draws()  # what a stage draws when the cache is already there
+    torch.manual_seed(0), random.seed(0), np.random.seed(0)
+    converted_dir(tmp_path / "cache")  # this one builds it first
+    assert draws() == expected
+    assert (tmp_path / "cache" / CONVERTED_NAME / MARKER_FILENAME).is_file()
+
+
 def test_markerless_target_is_replaced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake_gguf: Path) -> None:
     monkeypatch.setattr(packaged, "_convert", lambda gguf, out_dir: {})
     debris = tmp_path / CONVERTED_NAME

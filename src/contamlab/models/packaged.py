@@ -26,7 +26,8 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
@@ -249,6 +250,29 @@ def _convert(gguf: Path, out_dir: Path) -> dict[str, Any]:
     return convert_gguf(gguf, out_dir)
 
 
+@contextmanager
+def random_state_kept() -> Iterator[None]:
+    """Leave Python's, NumPy's and torch's CPU random state as they were before the block.
+
+    A cache directory is built on first use only, in whichever job needs it first. Building one initialises a model
+    (``from_config`` draws random weights; the random base seeds torch), so without this a training stage that
+    happens to build the cache would draw other LoRA-dropout masks than the same stage reading it: one command, two
+    models.
+    """
+    import random
+
+    import numpy as np
+    import torch
+
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    try:
+        with torch.random.fork_rng(devices=[]):  # the CPU generator; a build never touches an accelerator's
+            yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)
+
+
 def build_dir(
     target: Path, marker: str, build: Callable[[Path], dict[str, Any]], seconds_key: str
 ) -> dict[str, Any] | None:
@@ -257,7 +281,8 @@ def build_dir(
     ``build(tmp)`` writes the files and returns a provenance record; the record, with the build's seconds under
     ``seconds_key``, is written last as ``marker``, whose presence certifies the directory as complete. An
     interrupted build never leaves a half-written directory under the final name; temp dirs older than
-    ``_STALE_TMP_SECONDS`` (killed builds) are removed first.
+    ``_STALE_TMP_SECONDS`` (killed builds) are removed first. The build leaves the process's random state as it
+    found it (:func:`random_state_kept`), so that what runs next draws the same numbers whether or not it built.
 
     Returns:
         The record, or None when a concurrent process renamed its own complete copy into place first.
@@ -271,7 +296,8 @@ def build_dir(
         # mkdtemp makes the dir 0700; the renamed cache should be readable like any other checkpoint dir.
         tmp.chmod(0o755)
         start = time.perf_counter()
-        info = build(tmp)
+        with random_state_kept():
+            info = build(tmp)
         info[seconds_key] = round(time.perf_counter() - start, 2)
         (tmp / marker).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
         if target.exists() and not (target / marker).is_file():
