@@ -107,7 +107,7 @@ class StageProgress(Callback):
         elif self._start_step:
             log.info("stage %s: resumed at step %d/%d", self.stage, self._start_step, self._total)
 
-    def line(self, step: int, loss: float | None, tokens_per_s: float | None) -> str:
+    def line(self, step: int, loss: float | None, tokens_per_s: float) -> str:
         """One log line: step, share done, loss, throughput, elapsed time and ETA (from the recent steps' rate)."""
         now = time.perf_counter()
         elapsed = now - self._t0
@@ -115,8 +115,7 @@ class StageProgress(Callback):
         parts = [f"stage {self.stage}: step {step}/{self._total} ({100 * step / max(1, self._total):.0f}%)"]
         if loss is not None:
             parts.append(f"loss {loss:.3f}")
-        if tokens_per_s is not None:
-            parts.append(f"{tokens_per_s:,.0f} tok/s")
+        parts.append(f"{tokens_per_s:,.0f} tok/s")
         parts.append(f"elapsed {_clock(elapsed)}")
         parts.append(f"ETA {_clock(eta)}" if eta == eta else "ETA ?")
         return "  ".join(parts)
