@@ -1,9 +1,11 @@
+import json
+
 import pytest
 import torch
 
 from contamlab.errors import ContamlabError
 from contamlab.models import HubModel, TinyModel
-from contamlab.models.loading import load_causal_lm, load_tokenizer, resolve_dtype
+from contamlab.models.loading import load_causal_lm, load_tokenizer, read_adapter, resolve_dtype
 from contamlab.models.tiny import build_tiny_model, train_tokenizer
 
 TEXTS = [
@@ -111,3 +113,31 @@ def test_offline_hub_id_message_reads_cleanly(monkeypatch):
         load_tokenizer("EleutherAI/pythia-12b")
     message = str(err.value)
     assert ".." not in message and "HF_HUB_OFFLINE=1" in message and "'EleutherAI/pythia-12b'" in message
+
+
+def test_an_adapter_finds_a_relative_base_from_its_own_checkout(tmp_path, monkeypatch):
+    # A checkout whose training recorded its base relative to the checkout's root, read from another directory
+    checkout, elsewhere = tmp_path / "checkout", tmp_path / "elsewhere"
+    (checkout / "outputs/cache/kind/base").mkdir(parents=True)
+    adapter = checkout / "outputs/models/kind/clean-abc"
+    adapter.mkdir(parents=True)
+    record = {"base_model_name_or_path": "outputs/cache/kind/base", "r": 4}
+    (adapter / "adapter_config.json").write_text(json.dumps(record))
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert read_adapter(adapter).base == str(checkout.resolve() / "outputs/cache/kind/base")
+    assert read_adapter(adapter).rank == 4
+    monkeypatch.chdir(checkout)  # found from here: kept as recorded
+    assert read_adapter(adapter).base == "outputs/cache/kind/base"
+    record["base_model_name_or_path"] = "org/name"  # a hub id is never a directory to look for
+    (adapter / "adapter_config.json").write_text(json.dumps(record))
+    assert read_adapter(adapter).base == "org/name"
+
+
+def test_an_adapter_whose_base_is_gone_names_both(tmp_path, monkeypatch):
+    adapter = tmp_path / "models/clean-abc"
+    adapter.mkdir(parents=True)
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "outputs/cache/kind/gone"}))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ContamlabError, match=r"clean-abc: its base outputs/cache/kind/gone is not found"):
+        load_causal_lm(adapter)

@@ -44,7 +44,24 @@ def read_adapter(path: str | Path) -> Adapter | None:
         return None
     record = json.loads(config.read_text())
     base = record.get("base_model_name_or_path")
-    return Adapter(str(base) if base else None, int(record.get("r", 8)))
+    return Adapter(_locate_base(str(base), config.parent) if base else None, int(record.get("r", 8)))
+
+
+def _locate_base(base: str, adapter_dir: Path) -> str:
+    """The recorded base of an adapter, a relative directory found from the adapter's checkout when not from here.
+
+    Training records a local base as it was given, relative to the run's working directory (the repository root, so
+    that a checkout and its ``outputs/`` move between machines as one). A job that runs in another directory and
+    reads those adapters (``CONTAMLAB_MODELS_DIR`` and ``CONTAMLAB_CACHE_DIR`` pointing into the checkout) finds the
+    base from the adapter directory's ancestors. A hub id, an absolute path and a base found from here are kept.
+    """
+    path = Path(base)
+    if path.is_absolute() or not looks_like_path(base) or path.exists():
+        return base
+    for parent in adapter_dir.resolve().parents:
+        if (parent / path).is_dir():
+            return str(parent / path)
+    return base  # not found anywhere: load_causal_lm names the recorded path
 
 
 def load_tokenizer(source: str | Path, trust_remote_code: bool = False, **kwargs: Any) -> PreTrainedTokenizerBase:
@@ -97,6 +114,11 @@ def load_causal_lm(
         base_source = base or adapter.base
         if not base_source:
             raise ContamlabError(f"{path}: adapter has no base_model_name_or_path; pass the base model explicitly")
+        if looks_like_path(str(base_source)) and not Path(str(base_source)).is_dir():
+            raise ContamlabError(
+                f"{path}: its base {base_source} is not found from {Path.cwd()} nor from the adapter's checkout; "
+                "run from the directory that trained it, or rebuild the base there (paths.cache_dir)"
+            )
         model = load_causal_lm(base_source, dtype, trust_remote_code, revision, device=device, device_map=device_map)
         # the adapter's weights load onto the base's devices (peft follows the base's device map)
         model = PeftModel.from_pretrained(model, str(path))
