@@ -68,6 +68,10 @@ def test_the_detection_table_reads_job_folders_and_sets_the_tiny_world_beside(tm
     assert cells[3].startswith("0.46 ") and cells[4] == "1.00 [1.00, 1.00]" and cells[5] == "yes"
     report = write_report(tmp_path / "real", tmp_path / "tiny")
     assert "| loss | verbatim |" in report.read_text() and "No audits found." in report.read_text()
+    from contamlab.analysis.real_world import main
+
+    main([str(tmp_path / "real"), "--tiny", str(tmp_path / "tiny"), "--out", str(tmp_path / "elsewhere.md")])
+    assert (tmp_path / "elsewhere.md").read_text() == report.read_text()
 
 
 def test_the_training_table_sums_twins_per_model_and_benchmark(tmp_path):

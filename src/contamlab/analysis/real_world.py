@@ -251,8 +251,10 @@ def training_table(models_dir: Path) -> str | None:
     return head + "\n" + "\n".join(rows) + f"\n\nTraining time, the stages' own wall times summed: {sums}.{twin_line}"
 
 
-def write_report(root: Path, tiny_root: Path | None = None, models_dir: Path | None = None) -> Path:
-    """Write ``<root>/real_world.md`` from the jobs below ``root``; return its path."""
+def write_report(
+    root: Path, tiny_root: Path | None = None, models_dir: Path | None = None, out: Path | None = None
+) -> Path:
+    """Write the report of the jobs below ``root`` to ``out`` (default ``<root>/real_world.md``); return its path."""
     results = load_results(root)
     found = detections(results)
     audits = audit_results(results)
@@ -294,19 +296,20 @@ def write_report(root: Path, tiny_root: Path | None = None, models_dir: Path | N
     if audits:
         parts += ["## Audit cost", "", "Seconds of each detector's scoring of the target (first computation).", ""]
         parts += [timing_table(audits), ""]
-    out = root / "real_world.md"
+    out = out or root / "real_world.md"
     atomic_write_text(out, "\n".join(parts) + "\n")
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m contamlab.analysis.real_world <dir> [--tiny <dir>] [--models <dir>]``."""
+    """``python -m contamlab.analysis.real_world <dir> [--tiny <dir>] [--models <dir>] [--out <file>]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path, help="the directory of make real-world's jobs")
     parser.add_argument("--tiny", type=Path, default=None, help="a tiny-world detection sweep to set beside it")
     parser.add_argument("--models", type=Path, default=None, help="the models directory (for the training table)")
+    parser.add_argument("--out", type=Path, default=None, help="the report's path (default: <dir>/real_world.md)")
     args = parser.parse_args(argv)
-    print(write_report(args.root, args.tiny, args.models))
+    print(write_report(args.root, args.tiny, args.models, args.out))
 
 
 if __name__ == "__main__":
