@@ -51,4 +51,7 @@ def test_audit_run_reads_the_contaminated_model(trained, tmp_path):
     assert results["audit"]["truth"] == {"contaminated": True, "leak": "verbatim"}
     # the recorded training data holds the leaked half verbatim: the 13-gram overlap finds it
     assert verdicts["ngram"]["flagged"] is True and verdicts["ngram"]["value"] > 0.4
+    # and against the 20 generated non-members, matched against the same corpus
+    against = verdicts["ngram/nonmembers"]
+    assert against["n"] == 40 and 0.0 < against["p_value"] <= 1.0 and against["detail"]["n_reference_items"] == 20
     assert (tmp_path / "audit.md").is_file() and (tmp_path / "audit_scores.csv").is_file()

@@ -156,6 +156,23 @@ def test_overlap_verdict_counts_items_with_any_overlap():
     assert V.overlap_verdict([0.0] * 10, 13, FAST).flagged is False
 
 
+def test_overlap_against_nonmembers_by_a_hand_fisher_test():
+    # 8 of 20 benchmark items hit the corpus, 1 of 20 non-members: 9 hits among 40 items
+    bench, non = [0.3] * 8 + [0.0] * 12, [0.1] + [0.0] * 19
+    v = V.overlap_vs_nonmembers(bench, non + [math.nan], 13, FAST)
+    # one-sided Fisher exact test: P(X >= 8) for X hypergeometric (40 items, 9 hits, 20 drawn for the benchmark)
+    p = sum(math.comb(9, k) * math.comb(31, 20 - k) for k in (8, 9)) / math.comb(40, 20)
+    assert v.p_value == pytest.approx(p) and p < 0.05 and v.flagged is True
+    assert v.value == pytest.approx(8 / 20 - 1 / 20) and v.n == 40
+    assert v.interval[0] < v.value < v.interval[1]
+    assert v.detail == {"hits": 8, "n_benchmark": 20, "hits_nonmembers": 1, "n_reference_items": 20}
+    # a templated benchmark's chance hits: as many among the non-members, nothing flagged (the any-hit rule would)
+    chance = V.overlap_vs_nonmembers([0.2] * 3 + [0.0] * 17, [0.2] * 3 + [0.0] * 17, 13, FAST)
+    assert chance.flagged is False and chance.value == 0.0 and chance.p_value > 0.5
+    assert V.overlap_verdict([0.2] * 3 + [0.0] * 17, 13, FAST).flagged is True
+    assert V.overlap_vs_nonmembers([0.0] * 5, [0.0] * 20, 13, FAST).flagged is None  # too few benchmark items
+
+
 def test_mitigation_share_by_hand():
     v = V.mitigation_share([1.0, 0.5] * 5, [0.5, 0.5] * 5, "railcap", FAST)
     assert v.value == pytest.approx((0.75 - 0.5) / 0.75)

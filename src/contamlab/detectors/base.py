@@ -191,9 +191,13 @@ class Detector:
     #: detectors all leave them computes the log-probs alone.
     reads_moments: ClassVar[bool] = False
     #: Whether an audit scores the non-member items too: the default :meth:`audit_readings` compares the benchmark's
-    #: items with them. A detector with readings of its own that read no non-members sets False, and the audit
-    #: spends nothing on them.
+    #: items with them, and so may :meth:`nonmember_readings`. A detector whose readings read no non-members sets
+    #: False, and the audit spends nothing on them.
     reads_nonmembers: ClassVar[bool] = True
+    #: Whether the audit reads the per-item score as a membership score (the default :meth:`audit_readings`: the
+    #: benchmark's items against non-members, alone and against the references), the readings a calibrated audit
+    #: measures on pool splits and twins. A detector with readings of its own sets False.
+    membership_reading: ClassVar[bool] = True
 
     def score(self, ctx: DetectionContext) -> DetectorOutput:
         """Score every question of ``ctx`` for one model."""
@@ -234,3 +238,13 @@ class Detector:
         (:func:`~contamlab.metrics.verdicts.membership_test`).
         """
         return None
+
+    def nonmember_readings(
+        self, out: DetectorOutput, nonmembers: DetectorOutput, settings: V.Settings
+    ) -> list[V.Verdict]:
+        """Readings that set the benchmark's output beside the non-member items', added to :meth:`audit_readings`' own.
+
+        Called only for a detector with readings of its own (``audit_readings`` not None) that ``reads_nonmembers``,
+        when the audit has non-member items. None by default (an empty list).
+        """
+        return []

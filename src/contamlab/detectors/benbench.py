@@ -163,6 +163,7 @@ class BenBenchDetector(Detector):
     # 5: the leaked and unleaked summaries leave the cached output (split_summary)
     version: ClassVar[int] = 5
     reads_nonmembers: ClassVar[bool] = False  # its own audit readings compare no non-member items
+    membership_reading: ClassVar[bool] = False  # its audit readings are its own
 
     name: str = "benbench"
     ngram: list[int] = field(default_factory=lambda: [5, 10])

@@ -124,6 +124,7 @@ class CoDeCDetector(Detector):
 
     name: str = "codec"
     reads_nonmembers: ClassVar[bool] = False  # its own audit readings compare no non-member items
+    membership_reading: ClassVar[bool] = False  # its audit readings are its own
     n_context: int = 1
     seeds: list[int] = field(default_factory=lambda: [0])
     skip_first: int = 10

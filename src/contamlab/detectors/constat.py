@@ -287,6 +287,7 @@ class ConStatDetector(Detector):
     #: The job hands :meth:`compare` the tested model's output and its references' (the clean model first).
     compares_models: ClassVar[bool] = True
     reads_nonmembers: ClassVar[bool] = False  # its own audit readings compare no non-member items
+    membership_reading: ClassVar[bool] = False  # its audit readings are its own
 
     def __post_init__(self) -> None:
         if self.n_boot < 1 or not 0 < self.confidence < 1:

@@ -83,7 +83,7 @@ class NgramOverlapDetector(Detector):
     """
 
     name: str = "ngram"
-    reads_nonmembers: ClassVar[bool] = False  # its own audit readings compare no non-member items
+    membership_reading: ClassVar[bool] = False  # its audit readings are its own, one of them against non-members
     n: int = 13
     corpus: str = "recorded"
     text: str = "document"
@@ -128,3 +128,9 @@ class NgramOverlapDetector(Detector):
         """The share of items with an n-gram in the corpus; flagged iff any item has one."""
         extra = {k: out.extra.get(k) for k in ("corpus", "corpus_documents")}
         return [V.overlap_verdict(out.scores, self.n, settings)], extra
+
+    def nonmember_readings(
+        self, out: DetectorOutput, nonmembers: DetectorOutput, settings: V.Settings
+    ) -> list[V.Verdict]:
+        """The benchmark's share of items with an n-gram in the corpus against the non-members' (chance hits)."""
+        return [V.overlap_vs_nonmembers(out.scores, nonmembers.scores, self.n, settings)]

@@ -317,6 +317,10 @@ def audit_detector(
     if own is not None:
         verdicts, more = own
         extra.update(more)
+        if detector.reads_nonmembers and nonmembers is not None:
+            non, wall_non, cached_non = target.score(nonmembers, detector, progress)
+            extra.update(wall_s=round(wall + wall_non, 3), cached=cached and cached_non)
+            verdicts = [*verdicts, *detector.nonmember_readings(out, non, settings)]
         return verdicts, extra
     # a per-item membership score: benchmark items against non-members
     if nonmembers is None:

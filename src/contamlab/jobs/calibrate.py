@@ -19,7 +19,7 @@ Twins are stages like any other: trained once into ``<models_dir>/<model>/twins/
 every score goes through the detection cache, so a rerun trains and scores nothing.
 
 Which readings are calibrated: those that compare the benchmark's items with non-member items by a per-item score
-(:attr:`~contamlab.detectors.base.Detector.reads_nonmembers`): Loss, Zlib, Min-K%, Min-K%++, DC-PDD, ReCaLL, CDD,
+(:attr:`~contamlab.detectors.base.Detector.membership_reading`): Loss, Zlib, Min-K%, Min-K%++, DC-PDD, ReCaLL, CDD,
 each alone and against references. A detector with readings of its own (CoDeC, BenBench, ConStat, n-gram overlap)
 reads its whole item set at once, so a split of the pool is a new scoring run; its verdicts are reported as not
 calibrated.
@@ -263,7 +263,7 @@ class Calibration:
             detectors: The audit's detectors that ran.
             verdicts: The plain audit's verdicts.
         """
-        calibrated = {n: d for n, d in detectors.items() if d.reads_nonmembers}
+        calibrated = {n: d for n, d in detectors.items() if d.reads_nonmembers and d.membership_reading}
         moments = any(d.reads_moments for d in calibrated.values())
         pool, progress = self.pool, self.progress
         own = {name: self.target.score(pool, d, progress, moments)[0].scores for name, d in calibrated.items()}

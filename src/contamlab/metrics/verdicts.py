@@ -523,6 +523,61 @@ def overlap_verdict(overlaps: Sequence[float], n: int = 13, settings: Settings =
     )
 
 
+def overlap_vs_nonmembers(
+    overlaps: Sequence[float], nonmember_overlaps: Sequence[float], n: int = 13, settings: Settings = Settings()
+) -> Verdict:
+    """The n-gram overlap of the benchmark set against that of non-member items, by the share of items with a hit.
+
+    Templated benchmarks (the synthetic domains, any benchmark written from patterns) share long n-grams with
+    training text they never contributed to, so :func:`overlap_verdict`'s any-hit rule flags every model that saw the
+    templates. Items the model cannot have seen, matched against the same corpus, give the rate of such chance hits;
+    the benchmark is flagged when its share exceeds theirs.
+
+    Args:
+        overlaps: Per benchmark item, the overlap share (> 0: the item has an n-gram in the corpus); NaN = unscored.
+        nonmember_overlaps: The same for the non-member items.
+        n: The n-gram length (for the words).
+        settings: Test level and bootstrap.
+
+    Returns:
+        The share difference (benchmark − non-members) with its bootstrap interval and the one-sided Fisher exact
+        test's p-value (H1: benchmark items hit more often); flagged iff p < settings.alpha.
+    """
+    bench, non = _finite(overlaps) > 0, _finite(nonmember_overlaps) > 0
+    name, statistic = "ngram/nonmembers", f"share of items with a {n}-gram in the corpus, benchmark − non-members"
+    if not bench.size or not non.size:
+        return Verdict(name, statistic, None, None, None, "no scored items", None)
+    too_few = _too_few(name, statistic, ("benchmark", bench.size), ("reference", non.size))
+    if too_few:
+        return too_few
+    from scipy.stats import fisher_exact  # here, as in membership_test: a module import would cost every job a second
+
+    hits, hits_non = int(bench.sum()), int(non.sum())
+    table = [[hits, bench.size - hits], [hits_non, non.size - hits_non]]
+    p = float(fisher_exact(table, alternative="greater").pvalue)
+    idx, idx_non = settings.draws(bench.size, non.size)  # [B, N], [B, M]
+    differences = bench[idx].mean(axis=1) - non[idx_non].mean(axis=1)  # [B]
+    flagged = p < settings.alpha
+    counts = f"{hits} of {bench.size} benchmark items, {hits_non} of {non.size} non-members"
+    return Verdict(
+        name,
+        statistic,
+        float(bench.mean() - non.mean()),
+        percentile_interval(differences, settings.confidence),
+        p,
+        f"{counts} share a {n}-gram with the corpus: "
+        + (f"more than chance (p = {p:.2g} < {settings.alpha})" if flagged else f"no more than chance (p = {p:.2g})"),
+        flagged,
+        n=int(bench.size + non.size),
+        detail={
+            "hits": hits,
+            "n_benchmark": int(bench.size),
+            "hits_nonmembers": hits_non,
+            "n_reference_items": int(non.size),
+        },
+    )
+
+
 def mitigation_share(
     identity: Sequence[float], mitigated: Sequence[float], name: str, settings: Settings = Settings()
 ) -> Verdict:
