@@ -315,19 +315,17 @@ def audit_detector(
     refs = [r.score(domain, detector, progress)[0] for r in references] if references else []
     own = detector.audit_readings(out, refs, settings)
     if own is not None:
-        verdicts, more = own
-        extra.update(more)
-        if detector.reads_nonmembers and nonmembers is not None:
-            non, wall_non, cached_non = target.score(nonmembers, detector, progress)
-            extra.update(wall_s=round(wall + wall_non, 3), cached=cached and cached_non)
-            verdicts = [*verdicts, *detector.nonmember_readings(out, non, settings)]
-        return verdicts, extra
+        extra.update(own[1])
+    non = None  # the non-member items' output: the membership reading's other side, or nonmember_readings'
+    if nonmembers is not None and (own is None or detector.reads_nonmembers):
+        non, wall_non, cached_non = target.score(nonmembers, detector, progress)
+        extra.update(wall_s=round(wall + wall_non, 3), cached=cached and cached_non)
+    if own is not None:
+        return [*own[0], *(detector.nonmember_readings(out, non, settings) if non is not None else [])], extra
     # a per-item membership score: benchmark items against non-members
-    if nonmembers is None:
+    if non is None:
         why = "no non-member items to compare with (give audit.nonmembers=<a .jsonl file>)"
         return [V.Verdict(detector.name, "AUROC benchmark vs reference items", None, None, None, why, None)], extra
-    non, wall_non, cached_non = target.score(nonmembers, detector, progress)
-    extra.update(wall_s=round(wall + wall_non, 3), cached=cached and cached_non)
     extra["_items"] = [("benchmark", q.id, s) for q, s in zip(domain.test, out.scores)]
     extra["_items"] += [("reference", q.id, s) for q, s in zip(nonmembers.test, non.scores)]
     pairs = [(r.scores, m.score(nonmembers, detector, progress)[0].scores) for r, m in zip(refs, references)]
