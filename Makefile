@@ -208,18 +208,18 @@ REAL_ARGS ?= domain=gsm8k domain.max_test=100 audit.target=base audit.references
 real-audit: $(STAMP) ## Audit SmolLM2-135M-Instruct and Gemma-3-270m on GSM8K -> $(REAL)/report.md (CPU: about an hour)
 	$(PY) audit.py --multirun model=smollm2,gemma3 $(REAL_ARGS) progress=false hydra.sweep.dir=$(REAL)
 
-# The calibrated audit of the packaged models on GSM8K (docs/audit.md, "Calibrated on the model itself"): the real
+# The error-rate audit of the packaged models on GSM8K (docs/audit.md, "Calibrated on the model itself"): the real
 # audit's membership readings on the first 100 test questions against their PQ rephrasings, each with its false
 # alarms on splits of a pool of 200 PQ rephrasings of later test questions and its power on 3 twins (LoRA, 2 epochs
 # over half of the pool). 19 min for SmolLM2 and about 50 for Gemma-3 on a 2-core CPU, most of it the twins; a rerun
 # reads the caches.
-RAC ?= outputs/real_audit_calibrated
+RAC ?= outputs/real_audit_error_rates
 RAC_MODELS ?= smollm2,gemma3
 RAC_POOL ?= outputs/pools/gsm8k_pq.jsonl
 
-real-audit-calibrated: $(STAMP) ## Calibrated audits of SmolLM2 and Gemma-3 on GSM8K (CPU: about 70 min) -> $(RAC)/*/audit.md
+real-audit-error-rates: $(STAMP) ## Error-rate audits of SmolLM2 and Gemma-3 on GSM8K (CPU: about 70 min) -> $(RAC)/*/audit.md
 	$(PY) scripts/rephrased_pool.py --skip 100 --n 200 --out $(RAC_POOL)
-	$(PY) audit.py --multirun experiment=real_audit model=$(RAC_MODELS) audit.calibrate.pool=$(RAC_POOL) progress=false \
+	$(PY) audit.py --multirun experiment=real_audit model=$(RAC_MODELS) audit.error_rates.pool=$(RAC_POOL) progress=false \
 		hydra.sweep.dir=$(RAC)
 
 # The real-LM world (docs/real_world.md): SmolLM2-135M-Instruct and Gemma-3-270m LoRA-contaminated on the synthetic
@@ -296,15 +296,15 @@ reproduce-real: $(STAMP) ## The paper's study on SmolLM2 x the synthetic benchma
 	$(PY) -m contamlab.analysis.report $(RR)
 	@echo "report: $(RR)/report.md"
 
-# The calibrated audits of the real-LM world's models (docs/audit.md#the-calibrated-audit): each clean and each
+# The error-rate audits of the real-LM world's models (docs/audit.md#error-rates): each clean and each
 # contaminated model of RW_MODELS x RW_SEEDS with the per-item membership readings, their false alarms on splits of a
 # pool of 200 fresh problems and their power on 3 twins per model. Needs the models of make real-world (the train
 # commands of its first loop); on a 2-core CPU about 12-22 min a SmolLM2 audit and 23-34 min a Gemma-3 one, most of
 # it the twins.
-RWC ?= outputs/real_world_calibrated
-RWC_AUDIT = audit.detectors=[loss,zlib,mink,minkpp] audit.mitigate=[] audit.calibrate.pool=auto progress=false $(RW_ARGS)
+RWC ?= outputs/real_world_error_rates
+RWC_AUDIT = audit.detectors=[loss,zlib,mink,minkpp] audit.mitigate=[] audit.error_rates.pool=auto progress=false $(RW_ARGS)
 
-real-world-calibrated: $(STAMP) ## Calibrated audits of the real-LM world's models, verdicts against the truth -> $(RWC)/real_world.md
+real-world-error-rates: $(STAMP) ## Error-rate audits of the real-LM world's models, verdicts against the truth -> $(RWC)/real_world.md
 	for model in $(RW_MODELS); do for seed in $(RW_SEEDS); do \
 		ref=$$(echo $(RW_SEEDS) | awk -v s=$$seed '{for (i = 1; i <= NF; i++) if ($$i == s) print $$(i % NF + 1)}'); \
 		$(PY) audit.py -m experiment=real_world model=$$model seed=$$seed audit.target=clean,contaminated \
@@ -325,4 +325,4 @@ clean: ## Remove outputs, caches and the virtual environment
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 .PHONY: help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
-	_repro-arith_pq reproduce-profile meta-audit _meta-0 _meta-1 real-audit real-audit-calibrated real-world real-world-calibrated bench bench-smollm2 smollm2-run sync wandb-report clean
+	_repro-arith_pq reproduce-profile meta-audit _meta-0 _meta-1 real-audit real-audit-error-rates real-world real-world-error-rates bench bench-smollm2 smollm2-run sync wandb-report clean

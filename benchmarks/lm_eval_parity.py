@@ -44,9 +44,8 @@ def contamlab_greedy(items: int, threads: int, extra: list[str]) -> tuple[dict[s
     """
     import torch
 
-    from contamlab.config import build_domain, compose
+    from contamlab.config import build_domain, compose, model_store, sampling_setup
     from contamlab.decoding.pipeline import greedy_set
-    from contamlab.jobs.common import model_store, sampling_setup
 
     torch.set_num_threads(threads)
     overrides = ["model=smollm2", "domain=lm_eval", f"domain.task={TASK}", f"domain.max_test={items}", *extra]

@@ -59,9 +59,11 @@ print(json.dumps({{"benchmark": bench, "reference": ref, "auc": float(auc), "p":
 
 def setup(model: str, items: int) -> tuple[list[str], dict]:
     """The audit overrides for ``model`` and the job both tools score: model source, benchmark and reference texts."""
-    from contamlab.config import build_domain, compose
+    from contamlab.audit.models import AuditedModel
+    from contamlab.audit.nonmembers import nonmember_items
+    from contamlab.config import build_domain, compose, model_store
     from contamlab.detectors.base import question_text
-    from contamlab.jobs.audit import AuditedModel, nonmember_items
+    from contamlab.models.reference import ModelRef
 
     if model == "tiny":
         overrides = ["model=tiny", "domain=arith", f"domain.max_test={items}", "audit.target=contaminated"]
@@ -70,7 +72,7 @@ def setup(model: str, items: int) -> tuple[list[str], dict]:
     overrides += ["audit.references=[]", "audit.mitigate=[]", "detectors.mink.k=0.2", "progress=false"]
     cfg = compose("audit", overrides)
     domain = build_domain(cfg.domain)
-    target = AuditedModel(str(cfg.audit.target), cfg, domain)
+    target = AuditedModel(ModelRef.parse(cfg.audit.target, "audit.target"), cfg, model_store(cfg), domain)
     if target.missing is not None:
         sys.exit(f"peers: {target.missing} is not trained yet (make train)")
     nonmembers, about = nonmember_items(domain, "auto")

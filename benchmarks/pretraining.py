@@ -22,8 +22,8 @@ import torch
 
 from contamlab.config import build_domain, compose
 from contamlab.io import atomic_write_json
-from contamlab.jobs.train import stage_corpus
 from contamlab.models.tiny import build_tiny_model, train_tokenizer
+from contamlab.stages import stage_corpus
 from contamlab.training.datamodule import PackedDataset
 
 REPO = Path(__file__).resolve().parents[1]

@@ -29,7 +29,7 @@ import torch
 
 from contamlab.config import build_domain, compose
 from contamlab.io import atomic_write_json
-from contamlab.jobs.train import stage_corpus
+from contamlab.stages import stage_corpus
 from contamlab.training.datamodule import ExampleDataset, LengthGroupedBatches, pad_collate
 
 
@@ -85,7 +85,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     from peft import LoraConfig, get_peft_model
 
-    from contamlab.jobs.common import library_output, model_store
+    from contamlab.config import model_store
+    from contamlab.console import library_output
     from contamlab.models import load_causal_lm, load_tokenizer
 
     library_output(False)  # no weight-loading bars between the rows

@@ -37,19 +37,19 @@ from contamlab.models import load_tokenizer
 def load(model_name: str):
     if model_name == "smollm2":
         cfg = compose("evaluate", ["model=smollm2", "domain=gsm8k"])
-        from contamlab.jobs.common import model_store
+        from contamlab.config import model_store
 
         source = model_store(cfg).base_source()
     else:
         cfg = compose("train", ["model=tiny", "domain=arith"])
-        from contamlab.jobs.common import model_store
+        from contamlab.config import model_store
         from contamlab.models.store import is_done
 
         domain = build_domain(cfg.domain)
         source = str(model_store(cfg).stage_dir(domain, "clean"))
         if not is_done(Path(source)):
             raise SystemExit(f"train the default world first (python train.py); missing {source}")
-    from contamlab.jobs.common import model_store
+    from contamlab.config import model_store
 
     return cfg, build_domain(cfg.domain), model_store(cfg).load(source), load_tokenizer(source)
 

@@ -60,7 +60,8 @@ def main() -> None:
     parser.add_argument("--adapter", help="a LoRA stage directory of --model (adds the merged-adapter row)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    from contamlab.jobs.common import library_output, model_store
+    from contamlab.config import model_store
+    from contamlab.console import library_output
     from contamlab.models import load_causal_lm, load_tokenizer
 
     library_output(False)

@@ -37,13 +37,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from contamlab.config import build_domain, compose
+from contamlab.config import build_domain, compose, model_store, sampling_setup
 from contamlab.decoding.pipeline import sample_model
 from contamlab.decoding.strategy import Strategy
 from contamlab.decoding.streams import CLEAN, strategy_role
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json
-from contamlab.jobs.common import model_store, sampling_setup
 from contamlab.metrics.verdicts import bootstrap_mean
 
 VARIETY_TARGET = 0.8
@@ -96,7 +95,7 @@ def codec_labels(cfg, domain, source: str, stage: str) -> np.ndarray:
     """(b): per-question CoDeC labels of one model (the share of context draws with lower confidence in context; NaN
     where too short to score), the detector in its default configuration, cached like evaluate.py's."""
     from contamlab.config import build
-    from contamlab.jobs.detect import score_model
+    from contamlab.scoring import score_model
 
     detector = build(compose("evaluate", ["detector=codec"]).detector, "detector")
     output, _, _ = score_model(cfg, domain, detector, source, stage, progress=False)
@@ -216,7 +215,7 @@ def reference_run(args) -> int:
         "greedy_accuracy": float(np.mean([g.greedy_correct for g in greedy])),
         "runner_up_survival": survival,
     }
-    calibration = Path(cfg.paths.root_dir) / "outputs" / "calibration"
+    calibration = Path(cfg.paths.root_dir) / "outputs" / "error_rates"
     path = args.out or calibration / reference_name(cfg.model.name, domain.name, args.stage)
     atomic_write_json(path, json.loads(json.dumps(report, default=float)))
     print(f"\n== reference: model={cfg.model.name} domain={domain.name}, first {len(questions)} questions ==")
@@ -326,7 +325,7 @@ def main() -> int:
         }
         if args.diagnostics:
             reference = reference_interval(
-                Path(cfg.paths.root_dir) / "outputs" / "calibration" / "reference-smollm2-gsm8k.json"
+                Path(cfg.paths.root_dir) / "outputs" / "error_rates" / "reference-smollm2-gsm8k.json"
             )
             diag, diag_checks = world_diagnostics(
                 cfg, domain, leaked, clean_src, cont_src, clean_run, cont_run, reference
@@ -334,7 +333,7 @@ def main() -> int:
             report["diagnostics"] = diag
             report["checks"] = checks = {**checks, **diag_checks}
         report = json.loads(json.dumps(report, default=float))
-        path = Path(cfg.paths.root_dir) / "outputs" / "calibration" / f"{cfg.model.name}-{name}-seed{cfg.seed}.json"
+        path = Path(cfg.paths.root_dir) / "outputs" / "error_rates" / f"{cfg.model.name}-{name}-seed{cfg.seed}.json"
         atomic_write_json(path, report)
         print(f"\n== calibration: model={cfg.model.name} domain={name} (n={len(domain.test)}, m={args.m}) ==")
         print(f"clean greedy accuracy      {g_cl.mean():.3f}   (contaminated {g_co.mean():.3f})")

@@ -8,9 +8,8 @@ uses SmolLM2's as both models of a pair) or as a reference model. Gemma's carrie
 
 import sys
 
-from contamlab.config import compose
+from contamlab.config import compose, model_store
 from contamlab.errors import ContamlabError
-from contamlab.jobs.common import model_store
 from contamlab.models.packaged import PACKAGED
 
 USAGE = f"usage: packaged_model_dir.py {{{','.join(PACKAGED)}}} [override ...]"

@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from contamlab.config import build_domain, compose, load_domain
+from contamlab import detection
+from contamlab.config import build_domain, compose, load_domain, model_store
 from contamlab.detectors.base import Detector, DetectorOutput
 from contamlab.errors import ContamlabError
-from contamlab.jobs import detect
 from contamlab.jobs.audit import run
-from contamlab.jobs.common import model_store
 from contamlab.models.store import DONE_MARKER, ModelStore
 
 
@@ -145,11 +144,11 @@ def _detect(monkeypatch, tmp_path, n_test: int, scores: dict[str, list[float]]) 
     def score(cfg, domain, detector, source, stage, progress=True, store=None):
         return DetectorOutput(scores=scores[stage], dataset_score=None), 0.0, True
 
-    monkeypatch.setattr(detect, "model_store", lambda cfg: Store())
-    monkeypatch.setattr(detect, "score_model", score)
-    monkeypatch.setattr(detect, "_log_wandb", lambda *args: None)
+    monkeypatch.setattr(detection, "model_store", lambda cfg: Store())
+    monkeypatch.setattr(detection, "score_model", score)
+    monkeypatch.setattr(detection, "_log_wandb", lambda *args: None)
     cfg = OmegaConf.create({"seed": 0})
-    return detect.run_detection(cfg, domain, _Fixed(name="fixed"), tmp_path, progress=False)
+    return detection.run_detection(cfg, domain, _Fixed(name="fixed"), tmp_path, progress=False)
 
 
 def _leaked_high(n_test: int) -> list[float]:

@@ -84,8 +84,8 @@ def test_model_configs_never_trust_remote_code():
 
 
 def test_model_and_logger_build_typed_objects():
-    from contamlab.jobs.tracking import Tracking
     from contamlab.models import HubModel, SmolLM2Model, TinyModel
+    from contamlab.tracking import Tracking
 
     kinds = {"tiny": TinyModel, "smollm2": SmolLM2Model, "pythia": HubModel, "llama2": HubModel, "gemma": HubModel}
     for option, cls in kinds.items():
@@ -136,8 +136,7 @@ def test_experiment_sweeps_name_real_options(option):
 def test_sampler_draw_is_the_models():
     """Every model draws by inverse CDF (one uniform per row, not noise for every vocabulary entry), multinomial stays
     selectable, and the draw never changes a trained model's identity."""
-    from contamlab.config import build_domain
-    from contamlab.jobs.common import model_store
+    from contamlab.config import build_domain, model_store
 
     for model in ("tiny", "smollm2", "pythia", "llama2", "gemma"):
         assert compose("evaluate", [f"model={model}"]).sampler.draw == "inverse_cdf"

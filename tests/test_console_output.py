@@ -14,7 +14,7 @@ import prewarmed
 import pytest
 from e2e import REPO, SMALL_WORLD
 
-from contamlab.jobs.tracking import Tracking
+from contamlab.tracking import Tracking
 
 pytestmark = pytest.mark.xdist_group("small_world")  # one worker trains the small world for every test using it
 
@@ -98,7 +98,7 @@ _STAGE = """
 import sys
 from pathlib import Path
 
-from contamlab.jobs.tracking import Tracking
+from contamlab.tracking import Tracking
 
 tracking = Tracking(wandb={"project": "contamlab", "mode": "offline", "verbose": sys.argv[2] == "verbose"})
 loggers = tracking.lightning_loggers(Path(sys.argv[1]), "train-tiny-arith", "tiny-arith-clean", config=lambda: {})

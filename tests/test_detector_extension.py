@@ -14,9 +14,9 @@ from typing import ClassVar
 import pytest
 from omegaconf import OmegaConf
 
+from contamlab.audit.readings import audit_detector
 from contamlab.config import build, load_domain
 from contamlab.detectors.base import DetectionContext, Detector, DetectorOutput
-from contamlab.jobs.audit import audit_detector
 from contamlab.metrics import verdicts as V
 
 # What would be configs/detector/peak.yaml (``python audit.py audit.detectors=[peak]``).

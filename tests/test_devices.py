@@ -12,9 +12,8 @@ import pytest
 import torch
 from tinylm import tiny_model, tiny_tokenizer
 
-from contamlab.config import compose
+from contamlab.config import compose, model_store
 from contamlab.errors import ContamlabError
-from contamlab.jobs.common import model_store
 from contamlab.models import placement
 from contamlab.models.loading import load_causal_lm
 from contamlab.models.placement import Placement, resolve_device, resolve_dtype

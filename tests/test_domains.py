@@ -193,7 +193,7 @@ def test_only_generated_benchmarks_say_no_released_model_read_them(data_dir):
 def test_the_audit_states_a_truth_only_where_it_is_known(stage, pretrained_here, generated, expected):
     from types import SimpleNamespace
 
-    from contamlab.jobs.audit import truth
+    from contamlab.audit.models import truth
 
     target = SimpleNamespace(stage=stage, store=SimpleNamespace(pretrain=pretrained_here))
     domain = SimpleNamespace(generated=generated, leak_wording="verbatim")

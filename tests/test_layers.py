@@ -2,13 +2,18 @@
 
 Layers, low to high (docs/design.md, "Layers"); a module imports only from its own layer or below:
 
-    metrics/ io errors stopping             pure: numbers in, numbers out; the stop message
+    metrics/ io errors stopping             pure: numbers in, numbers out; the stop message; a run's provenance;
+    provenance console                      which libraries may print
     data/ models/ (incl. the model store)   questions, prompts, splits; loading models, where trained models live
     decoding/ detectors/ training/          strategies + samplers; detection methods; the Lightning library
     analysis/                               tables, figures, report, transparency card
-    jobs/ (with config, validation,        the only code that reads the Hydra config
-          preflight)
-    train.py evaluate.py                    thin entry points
+    config validation preflight tracking    reading the Hydra config into typed objects, checking it, W&B runs
+    scoring detection stages                the services: a detector's cached scores, detection on a known leak,
+                                            training one stage
+    audit/                                  the audit's services: model references, non-members, readings,
+                                            mitigation, error rates
+    jobs/                                   entry points only: each composes the services and runs them
+    train.py evaluate.py audit.py           thin entry points
 
 Within the middle layer, ``training`` is kept apart from ``decoding`` and ``detectors`` (:data:`APART`).
 
@@ -27,13 +32,16 @@ SRC = REPO / "src"
 PACKAGE = "contamlab"
 
 LAYERS: list[tuple[str, ...]] = [
-    ("metrics", "io", "errors", "stopping"),
+    ("metrics", "io", "errors", "stopping", "provenance", "console"),
     ("data", "models"),
     ("decoding", "detectors", "training"),
     ("analysis",),
-    ("jobs", "config", "validation", "preflight"),
+    ("config", "validation", "preflight", "tracking"),
+    ("scoring", "detection", "stages"),
+    ("audit",),
+    ("jobs",),
 ]
-ENTRY_POINTS = ("train.py", "evaluate.py")
+ENTRY_POINTS = ("train.py", "evaluate.py", "audit.py")
 # Within the middle layer, training is the train job's Lightning library: decoding and detectors never need it
 # (where a trained model lives is the model store's answer), and it needs neither of them.
 APART = {("decoding", "training"), ("detectors", "training"), ("training", "decoding"), ("training", "detectors")}
@@ -176,3 +184,77 @@ def test_the_checker_sees_a_forbidden_import(tmp_path):
     module.parent.mkdir(parents=True)
     module.write_text("def f():\n    from contamlab.jobs import train\n")
     assert imports(module, "contamlab.decoding.x", {"contamlab.jobs.train"}) == {"contamlab.jobs.train"}
+
+
+def jobs_imports(edges: dict[str, set[str]]) -> list[str]:
+    """Imports of one ``jobs`` module by another: the jobs are entry points, each composing the services below."""
+    return [
+        f"{src} -> {dst}"
+        for src, targets in sorted(edges.items())
+        for dst in sorted(targets)
+        if src.startswith(f"{PACKAGE}.jobs.") and dst.startswith(f"{PACKAGE}.jobs")
+    ]
+
+
+def test_no_job_imports_another_job():
+    bad = jobs_imports(graph())
+    assert not bad, "jobs/ modules import each other (move what they share into a service):\n" + "\n".join(bad)
+
+
+def private_uses(path: Path, name: str, known: set[str]) -> list[str]:
+    """Private names (``_x``) of another project module that ``path`` imports or reaches as ``module._x``.
+
+    Dunder names are not private; a module's own names and the names of third-party modules are not counted.
+    """
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_package = path.name == "__init__.py"
+    bad: list[str] = []
+    aliases: dict[str, str] = {}  # a local name bound to a project module -> that module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != PACKAGE or target == name:
+                continue
+            for alias in node.names:
+                if f"{target}.{alias.name}" in known:
+                    aliases[alias.asname or alias.name] = f"{target}.{alias.name}"
+                elif alias.name.startswith("_") and not alias.name.startswith("__"):
+                    bad.append(f"{name} imports {target}.{alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == PACKAGE and alias.asname:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            bad.append(f"{name} reaches {aliases[node.value.id]}.{node.attr}")
+    return bad
+
+
+def test_no_module_uses_a_private_name_of_another():
+    found = modules()
+    known = set(found)
+    bad = [use for name, path in found.items() for use in private_uses(path, name, known)]
+    assert not bad, "private names used across modules (make them public or move them):\n" + "\n".join(bad)
+
+
+def test_the_private_name_checker_sees_both_forms(tmp_path):
+    module = tmp_path / "x.py"
+    module.write_text("from contamlab.metrics import verdicts as V\nfrom contamlab.io import _secret\nV._finite([])\n")
+    known = {"contamlab.metrics.verdicts", "contamlab.io", "contamlab.analysis.x"}
+    assert private_uses(module, "contamlab.analysis.x", known) == [
+        "contamlab.analysis.x imports contamlab.io._secret",
+        "contamlab.analysis.x reaches contamlab.metrics.verdicts._finite",
+    ]
+    jobs = {"contamlab.jobs.audit": {"contamlab.jobs.train", "contamlab.audit.models"}}
+    assert jobs_imports(jobs) == ["contamlab.jobs.audit -> contamlab.jobs.train"]

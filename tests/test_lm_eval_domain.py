@@ -158,10 +158,10 @@ def test_a_multiple_choice_item_is_its_question_options_and_answer():
         assert document == f"Question: {question.question}\nAnswer: {options[gold]}"
     assert not domain.has_train and not domain.generates_answers
     # the audit's mitigated score needs generated answers: it says it is not run, and loads no model
+    from contamlab.audit.mitigation import mitigated_score
     from contamlab.decoding.strategy import Strategy
-    from contamlab.jobs.audit import _mitigation
 
-    assert _mitigation({"identity": Strategy()}, None, domain, None, False) == (
+    assert mitigated_score({"identity": Strategy()}, None, domain, None, False) == (
         [],
         {"not_run": "domain=lm_eval: its items are not answered by generation, so there is no solve probability"},
     )

@@ -6,8 +6,7 @@ every model trained before it; these names were computed by the code before ``mo
 
 import pytest
 
-from contamlab.config import build_domain, compose
-from contamlab.jobs.common import model_store, sampling_setup
+from contamlab.config import build_domain, compose, model_store, sampling_setup
 
 PINNED = [
     ("smollm2", "gsm8k", "clean-01017eba1ff0", "contaminated-gsm8k-c165e1a216cc"),

@@ -1,4 +1,4 @@
-"""The calibrated audit of a packaged model on GSM8K (experiment=real_audit): its pool of PQ rephrasings, and the
+"""The error-rate audit of a packaged model on GSM8K (experiment=real_audit): its pool of PQ rephrasings, and the
 whole audit on a random two-layer SmolLM2 (no weights: model.random_layers=2)."""
 
 import json
@@ -61,9 +61,9 @@ def test_the_gsm8k_calibrated_audit_runs_on_a_random_smollm2(data_dir, tmp_path)
             "model=smollm2",
             "model.random_layers=2",
             "domain.max_test=10",
-            f"audit.calibrate.pool={pool}",
-            "audit.calibrate.twins=1",
-            "audit.calibrate.null_draws=20",
+            f"audit.error_rates.pool={pool}",
+            "audit.error_rates.twins=1",
+            "audit.error_rates.null_draws=20",
             "audit.detectors=[loss,mink]",
             "audit.n_boot=50",
             "domain.leak_epochs=1",
@@ -81,10 +81,10 @@ def test_the_gsm8k_calibrated_audit_runs_on_a_random_smollm2(data_dir, tmp_path)
     (tmp_path / "out").mkdir()
     record = audit.run(cfg)["audit"]
     assert record["truth"] is None  # SmolLM2's pre-training may have read GSM8K: its truth there is not known
-    calibration = record["calibration"]
+    calibration = record["error_rates"]
     assert calibration["pool_items"] == 20 and str(pool) in calibration["pool"]
     readings = {v["name"]: v for v in record["verdicts"]}
-    cal = readings["loss"]["detail"]["calibration"]
+    cal = readings["loss"]["detail"]["error_rates"]
     assert cal["null"]["total"] == 20
     (power,) = cal["power"].values()
     assert power["total"] == 1

@@ -12,17 +12,16 @@ import shutil
 
 import pytest
 
-from contamlab.config import build_domain, compose
+from contamlab.audit.nonmembers import nonmember_items
+from contamlab.config import build_domain, compose, model_store
 from contamlab.data.domain import Domain
 from contamlab.errors import ContamlabError
 from contamlab.io import content_hash
-from contamlab.jobs.audit import nonmember_items
-from contamlab.jobs.common import model_store
-from contamlab.jobs.train import stage_texts
 from contamlab.models.packaged import SMOLLM2
 from contamlab.models.random_init import RANDOM_MARKER, random_dir_name, shrink_config
 from contamlab.models.spec import HubModel, SmolLM2Model, TinyModel
 from contamlab.models.store import read_training_texts
+from contamlab.stages import stage_texts
 
 # The real_world recipe at a plumbing size: 8 clean rows (one optimiser step), the 10 leaked questions once (two).
 TINY_REAL_WORLD = [

@@ -96,11 +96,11 @@ def test_the_training_table_sums_twins_per_model_and_benchmark(tmp_path):
 
 
 def test_the_calibrated_verdicts_are_counted_per_model_family(tmp_path):
-    """Two families' calibrated audits in one folder (as `make real-world-calibrated` writes them): not pooled."""
+    """Two families' error-rate audits in one folder (as `make real-world-error-rates` writes them): not pooled."""
 
     def audit(name, model, target, seed, contaminated, flagged, null_flagged):
         cal = {"null": {"flagged": null_flagged, "total": 200}, "power": {"2 epochs": {"flagged": 3, "total": 3}}}
-        verdict = {"name": "loss", "flagged": flagged, "verdict": "…", "detail": {"calibration": cal}}
+        verdict = {"name": "loss", "flagged": flagged, "verdict": "…", "detail": {"error_rates": cal}}
         truth = {"contaminated": contaminated, "leak": "verbatim" if contaminated else None}
         result = {
             "config": {"model": {"name": model}, "seed": seed},
@@ -109,7 +109,7 @@ def test_the_calibrated_verdicts_are_counted_per_model_family(tmp_path):
                 "target": {"spec": target},
                 "references": [],
                 "truth": truth,
-                "calibration": {"pool": "auto"},
+                "error_rates": {"pool": "auto"},
                 "verdicts": [verdict],
                 "detectors": {"loss": {"wall_s": 1.0}},
             },
@@ -123,7 +123,7 @@ def test_the_calibrated_verdicts_are_counted_per_model_family(tmp_path):
     audit("c", "gemma3", "clean", 0, False, True, 30)  # a false alarm on Gemma-3 alone
     audit("d", "gemma3", "clean", 1, False, False, 5)
     text = write_report(tmp_path).read_text()
-    section = text.split("## Calibrated audits against the truth")[1]
+    section = text.split("## Error-rate audits against the truth")[1]
     gemma, smollm = section.split("### gemma3")[1].split("### smollm2")
     assert "| loss | 1/2 | — | — | 35/400 | 6/6 |" in gemma
     assert "| loss | 0/1 | 1/1 | — | 22/400 | 6/6 |" in smollm

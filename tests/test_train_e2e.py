@@ -130,8 +130,8 @@ def test_calibration_script_runs(trained):
         text=True,
         timeout=600,
     )
-    assert (tmp / "outputs" / "calibration" / "tiny-arith-seed0.json").is_file(), result.stdout + result.stderr
-    report = json.loads((tmp / "outputs" / "calibration" / "tiny-arith-seed0.json").read_text())
+    assert (tmp / "outputs" / "error_rates" / "tiny-arith-seed0.json").is_file(), result.stdout + result.stderr
+    report = json.loads((tmp / "outputs" / "error_rates" / "tiny-arith-seed0.json").read_text())
     assert report["n_test"] == 20 and len(report["clean_solve_bins_10"]) == 10
     assert sum(report["clean_solve_bins_10"]) == 20 and report["n_leaked"] == 10
     # The gains: contaminated minus clean mean solve probability, with an interval around each.

@@ -98,7 +98,7 @@ def test_general_openorca_local(data_dir, arith):
 
 def assert_only_the_contaminated_key_differs(cfg_a, domain_a, cfg_b, domain_b):
     """The two configs share the base and clean models' keys and differ in the contaminated model's."""
-    from contamlab.jobs.common import model_store
+    from contamlab.config import model_store
 
     key_a, key_b = model_store(cfg_a).stage_key, model_store(cfg_b).stage_key
     for stage in ("base", "clean"):
@@ -110,7 +110,7 @@ def test_leak_epochs_key_only_the_contaminated_stage(arith):
     """domain.leak_epochs changes the contaminated model's identity, never the shared base and clean ones'."""
     from contamlab.config import build_domain, compose
     from contamlab.errors import ContamlabError
-    from contamlab.jobs.train import contaminated_epochs
+    from contamlab.stages import contaminated_epochs
 
     default = compose("train", ["domain=arith_v1"])  # leak_epochs: null (world v2 sets 10)
     longer = compose("train", ["domain=arith_v1", "domain.leak_epochs=9"])
@@ -128,7 +128,7 @@ def test_leak_lr_sets_the_contaminated_stage_rate_only():
     """domain.leak_lr: the contaminated stage's peak rate; the clean stage and the shared keys keep finetune.lr."""
     from contamlab.config import build_domain, compose
     from contamlab.errors import ContamlabError
-    from contamlab.jobs.train import stage_lr
+    from contamlab.stages import stage_lr
 
     default = compose("train", ["domain=arith_v1", "finetune.lr=0.0002"])  # leak_lr: null
     faster = compose("train", ["domain=arith_v1", "finetune.lr=0.0002", "domain.leak_lr=0.003"])
@@ -149,7 +149,7 @@ def test_leak_general_sets_the_contaminated_stage_mix_only():
     the shared base and clean keys keep finetune.general.n."""
     from contamlab.config import build_domain, compose
     from contamlab.errors import ContamlabError
-    from contamlab.jobs.train import stage_corpus
+    from contamlab.stages import stage_corpus
 
     default = compose("train", ["domain=arith", "finetune.general.n=7"])
     diluted = compose("train", ["domain=arith", "finetune.general.n=7", "domain.leak_general=40"])

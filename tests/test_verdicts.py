@@ -11,6 +11,7 @@ import pytest
 from scipy.stats import mannwhitneyu, norm
 from sklearn.metrics import roc_auc_score
 
+from contamlab.detectors import benbench, codec, constat, ngram
 from contamlab.metrics import verdicts as V
 from contamlab.metrics.roc import MIN_ITEMS_PER_SIDE, auroc_draws
 
@@ -28,7 +29,7 @@ FAST = V.Settings(n_boot=400)
     ],
 )
 def test_codec_bands_read_the_hand_computed_fraction(labels, score, band, flagged):
-    v = V.codec_bands(labels, FAST)
+    v = codec.codec_bands(labels, FAST)
     assert v.value == pytest.approx(score)
     assert v.detail["band"] == band and v.flagged is flagged
     assert v.n == sum(1 for x in labels if x == x)
@@ -41,7 +42,7 @@ def test_codec_bands_read_the_hand_computed_fraction(labels, score, band, flagge
 )
 def test_codec_against_references_uses_the_best_reference_and_a_20_point_margin(references, gap, flagged):
     labels = [1] * 9 + [0]  # 0.9 by hand
-    v = V.codec_against_references(labels, references, settings=FAST)
+    v = codec.codec_against_references(labels, references, settings=FAST)
     assert v.flagged is flagged
     if gap is None:
         assert v.value is None and v.verdict == "no reference model"
@@ -102,25 +103,25 @@ def test_membership_vs_references_difference_and_its_test():
 # -- BenBench -------------------------------------------------------------------------------------------------------
 def test_benbench_delta_by_hand_alone_and_against_a_reference():
     # perplexity: original 2, paraphrase 3 on every item: Δ = (3 - 2) / 2 x 100 = 50 % (the original favoured)
-    v = V.benbench_delta_test("ppl", ([2.0] * 10, [3.0] * 10), settings=FAST)
+    v = benbench.benbench_delta_test("ppl", ([2.0] * 10, [3.0] * 10), settings=FAST)
     assert v.value == pytest.approx(50.0) and v.interval == pytest.approx([50.0, 50.0])
     assert v.p_value == pytest.approx(1 / (FAST.n_boot + 1)) and v.flagged is True
     # n-gram accuracy: means 0.7 and 0.3 -> (0.7 - 0.3) / 0.7 x 100
-    v = V.benbench_delta_test("ngram_5", ([0.8, 0.6] * 5, [0.4, 0.2] * 5), settings=FAST)
+    v = benbench.benbench_delta_test("ngram_5", ([0.8, 0.6] * 5, [0.4, 0.2] * 5), settings=FAST)
     assert v.value == pytest.approx(0.4 / 0.7 * 100)
     # a reference model with the same Δ: the paraphrase is just harder, nothing is flagged
-    same = V.benbench_delta_test("ppl", ([2.0] * 10, [3.0] * 10), [([4.0] * 10, [6.0] * 10)], FAST)
+    same = benbench.benbench_delta_test("ppl", ([2.0] * 10, [3.0] * 10), [([4.0] * 10, [6.0] * 10)], FAST)
     assert same.value == pytest.approx(0.0) and same.flagged is False
-    above = V.benbench_delta_test("ppl", ([2.0] * 10, [3.0] * 10), [([4.0] * 10, [5.0] * 10)], FAST)
+    above = benbench.benbench_delta_test("ppl", ([2.0] * 10, [3.0] * 10), [([4.0] * 10, [5.0] * 10)], FAST)
     assert above.value == pytest.approx(50.0 - 25.0) and above.reference == pytest.approx(25.0) and above.flagged
-    zero = V.benbench_delta_test("ngram_5", ([0.0] * 10, [0.2] * 10), settings=FAST)
+    zero = benbench.benbench_delta_test("ngram_5", ([0.0] * 10, [0.2] * 10), settings=FAST)
     assert zero.value is None and zero.flagged is None
 
 
 def test_delta_train_test_by_hand():
     train = ([2.0] * 10, [4.0] * 10)  # Δ_train = 100 %
     test = ([2.0] * 10, [3.0] * 10)  # Δ_test = 50 %
-    v = V.delta_train_test("ppl", train, test, FAST)
+    v = benbench.delta_train_test("ppl", train, test, FAST)
     assert v.value == pytest.approx(50.0) and v.interval == pytest.approx([50.0, 50.0])
     assert v.verdict == "the train split is favoured over the test split" and v.flagged is None
 
@@ -138,28 +139,28 @@ def test_constat_verdict_reads_the_test_and_needs_a_reference():
         "method": "simplified",
         "n_references": 1,
     }
-    v = V.constat_verdict(test, FAST)
+    v = constat.constat_verdict(test, FAST)
     assert v.flagged is True and v.value == 0.2 and v.p_value == 0.01 and v.interval == [0.1, 0.3]
     assert "simplified test" in v.verdict and "1 reference model)" in v.verdict
-    assert "the authors' spline test" in V.constat_verdict({**test, "method": "spline"}, FAST).verdict
-    assert V.constat_verdict({**test, "p_value": 0.2}, FAST).flagged is False
+    assert "the authors' spline test" in constat.constat_verdict({**test, "method": "spline"}, FAST).verdict
+    assert constat.constat_verdict({**test, "p_value": 0.2}, FAST).flagged is False
     # an exact tie computed as a mean of float differences (0.3 - 0.2 - 0.1 = -2.8e-17) reads as 0, not -0
-    tie = V.constat_verdict({**test, "effect": float(np.mean([0.3 - 0.2 - 0.1] * 3))}, FAST)
+    tie = constat.constat_verdict({**test, "effect": float(np.mean([0.3 - 0.2 - 0.1] * 3))}, FAST)
     assert tie.value == 0.0 and math.copysign(1.0, tie.value) == 1.0
-    none = V.constat_verdict(None, FAST, raw=(0.7, 0.4))
+    none = constat.constat_verdict(None, FAST, raw=(0.7, 0.4))
     assert none.flagged is None and none.value == pytest.approx(0.3)
 
 
 def test_overlap_verdict_counts_items_with_any_overlap():
-    v = V.overlap_verdict([0.0, 0.5, math.nan, 0.0] * 5, 13, FAST)
+    v = ngram.overlap_verdict([0.0, 0.5, math.nan, 0.0] * 5, 13, FAST)
     assert v.value == pytest.approx(1 / 3) and v.n == 15 and v.flagged is True
-    assert V.overlap_verdict([0.0] * 10, 13, FAST).flagged is False
+    assert ngram.overlap_verdict([0.0] * 10, 13, FAST).flagged is False
 
 
 def test_overlap_against_nonmembers_by_a_hand_fisher_test():
     # 8 of 20 benchmark items hit the corpus, 1 of 20 non-members: 9 hits among 40 items
     bench, non = [0.3] * 8 + [0.0] * 12, [0.1] + [0.0] * 19
-    v = V.overlap_vs_nonmembers(bench, non + [math.nan], 13, FAST)
+    v = ngram.overlap_vs_nonmembers(bench, non + [math.nan], 13, FAST)
     # one-sided Fisher exact test: P(X >= 8) for X hypergeometric (40 items, 9 hits, 20 drawn for the benchmark)
     p = sum(math.comb(9, k) * math.comb(31, 20 - k) for k in (8, 9)) / math.comb(40, 20)
     assert v.p_value == pytest.approx(p) and p < 0.05 and v.flagged is True
@@ -167,10 +168,10 @@ def test_overlap_against_nonmembers_by_a_hand_fisher_test():
     assert v.interval[0] < v.value < v.interval[1]
     assert v.detail == {"hits": 8, "n_benchmark": 20, "hits_nonmembers": 1, "n_reference_items": 20}
     # a templated benchmark's chance hits: as many among the non-members, nothing flagged (the any-hit rule would)
-    chance = V.overlap_vs_nonmembers([0.2] * 3 + [0.0] * 17, [0.2] * 3 + [0.0] * 17, 13, FAST)
+    chance = ngram.overlap_vs_nonmembers([0.2] * 3 + [0.0] * 17, [0.2] * 3 + [0.0] * 17, 13, FAST)
     assert chance.flagged is False and chance.value == 0.0 and chance.p_value > 0.5
-    assert V.overlap_verdict([0.2] * 3 + [0.0] * 17, 13, FAST).flagged is True
-    assert V.overlap_vs_nonmembers([0.0] * 5, [0.0] * 20, 13, FAST).flagged is None  # too few benchmark items
+    assert ngram.overlap_verdict([0.2] * 3 + [0.0] * 17, 13, FAST).flagged is True
+    assert ngram.overlap_vs_nonmembers([0.0] * 5, [0.0] * 20, 13, FAST).flagged is None  # too few benchmark items
 
 
 def test_mitigation_share_by_hand():
@@ -202,21 +203,21 @@ def test_ten_items_a_side_is_the_boundary():
 @pytest.mark.parametrize(
     ("reading", "words"),
     [
-        (lambda: V.codec_bands([1] * 9, FAST), "n = 9 scored, need ≥ 10)"),
-        (lambda: V.codec_against_references([1] * 9, [0.1], settings=FAST), "n = 9 scored, need ≥ 10)"),
+        (lambda: codec.codec_bands([1] * 9, FAST), "n = 9 scored, need ≥ 10)"),
+        (lambda: codec.codec_against_references([1] * 9, [0.1], settings=FAST), "n = 9 scored, need ≥ 10)"),
         (
             lambda: V.membership_vs_references(([1.0] * 9, [0.0] * 12), [([0.5] * 9, [0.5] * 12)], FAST),
             "n = 9 benchmark and 12 reference, need ≥ 10 per side)",
         ),
         (
-            lambda: V.benbench_delta_test("ppl", ([2.0] * 9, [3.0] * 9), settings=FAST),
+            lambda: benbench.benbench_delta_test("ppl", ([2.0] * 9, [3.0] * 9), settings=FAST),
             "n = 9 with a paraphrase, need ≥ 10)",
         ),
         (
-            lambda: V.delta_train_test("ppl", ([2.0] * 20, [4.0] * 20), ([2.0] * 3, [3.0] * 3), FAST),
+            lambda: benbench.delta_train_test("ppl", ([2.0] * 20, [4.0] * 20), ([2.0] * 3, [3.0] * 3), FAST),
             "n = 20 train and 3 test, need ≥ 10 per side)",
         ),
-        (lambda: V.overlap_verdict([1.0, 0.0], 13, FAST), "n = 2 scored, need ≥ 10)"),
+        (lambda: ngram.overlap_verdict([1.0, 0.0], 13, FAST), "n = 2 scored, need ≥ 10)"),
         (lambda: V.mitigation_share([1.0] * 4, [0.5] * 4, "railcap", FAST), "n = 4, need ≥ 10)"),
     ],
 )

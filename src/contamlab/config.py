@@ -8,12 +8,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from contamlab.errors import ContamlabError
 
 if TYPE_CHECKING:
     from contamlab.data.domain import Domain
+    from contamlab.decoding.pipeline import SamplingSetup
+    from contamlab.models.store import ModelStore
 
 log = logging.getLogger("contamlab")
 
@@ -238,3 +240,56 @@ def load_domain(name: str, **overrides: Any) -> Domain:
 def build_domain(cfg: Any) -> Domain:
     """Instantiate a domain from its (composed) config node, turning config mistakes into clear errors."""
     return build(cfg, "domain")
+
+
+# -- what every job reads from the config, as typed objects ---------------------------------------------------------
+def _plain(node: Any) -> Any:
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
+
+
+def model_store(cfg: DictConfig) -> ModelStore:
+    """The model store of a train, evaluate or audit config (``model``, ``finetune``, ``base``, ``seed``, ``paths``).
+
+    Build it once per job and pass it along: building it instantiates the model config.
+    """
+    from contamlab.models.store import ModelStore
+
+    return ModelStore(
+        models_dir=str(cfg.paths.models_dir),
+        model=build(cfg.model, "model"),
+        seed=int(cfg.seed),
+        finetune=_plain(cfg.get("finetune")),
+        base=_plain(cfg.get("base")),
+        cache_dir=cfg.paths.get("cache_dir"),
+        option=group_choice(cfg, "model"),
+    )
+
+
+def sampling_setup(cfg: DictConfig, store: ModelStore | None = None) -> SamplingSetup:
+    """How an evaluate config samples: the built ``sampler`` backend and the run's m, τ, budget, seed, cache.
+
+    ``store``: the job's model store (built here when not given and the sampler's dtype is ``auto``).
+    """
+    from contamlab.decoding.pipeline import SamplingSetup
+
+    node = OmegaConf.create({k: v for k, v in cfg.sampler.items() if k != "common_noise"})
+    if node.get("dtype") == "auto":
+        # vLLM's own auto is the checkpoint's dtype; the sample cache and results.json record contamlab's
+        # (bf16 on CUDA, fp32 on a CPU), so the engine gets that one
+        node.dtype = (store or model_store(cfg)).dtype
+    return SamplingSetup(
+        factory=build(node, "sampler"),
+        backend=str(cfg.sampler.get("name", "hf")),
+        m=int(cfg.m),
+        temperature=float(cfg.temperature),
+        max_new_tokens=int(cfg.max_new_tokens),
+        seed=int(cfg.seed),
+        chunk_questions=int(cfg.chunk_questions),
+        common_noise=common_noise(cfg),
+        cache_dir=str(cfg.paths.cache_dir),
+    )
+
+
+def common_noise(cfg: DictConfig) -> bool:
+    """Whether the run shares one random stream between the clean and the strategy batches (opt-in)."""
+    return bool(cfg.sampler.get("common_noise", False))

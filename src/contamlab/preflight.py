@@ -25,6 +25,7 @@ from omegaconf import DictConfig
 
 from contamlab.errors import ContamlabError
 from contamlab.io import looks_like_path
+from contamlab.models.reference import ModelRef
 
 log = logging.getLogger("contamlab")
 
@@ -91,10 +92,6 @@ def check_wandb(cfg: DictConfig) -> None:
         )
 
 
-#: The audit's names of the simulated models (jobs/audit.py), never hub ids.
-SIMULATED = ("base", "clean", "contaminated")
-
-
 def _hub_sources(cfg: DictConfig) -> Iterator[str]:
     model = cfg.get("model")
     if not isinstance(model, DictConfig):
@@ -103,9 +100,8 @@ def _hub_sources(cfg: DictConfig) -> Iterator[str]:
     values = [model.get(key) for key in keys]
     audit = cfg.get("audit")
     if isinstance(audit, DictConfig):  # the audited and reference models, less the simulated ones (clean@1 …)
-        values += [
-            v for v in [audit.get("target"), *audit.get("references", [])] if str(v).split("@")[0] not in SIMULATED
-        ]
+        refs = [ModelRef.parse(v) for v in [audit.get("target"), *audit.get("references", [])]]
+        values += [r.text for r in refs if not r.simulated]
     for value in values:
         if isinstance(value, str) and value.strip() and not looks_like_path(value) and not os.path.isdir(value):
             yield value

@@ -20,6 +20,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from contamlab.errors import ContamlabError
 from contamlab.io import looks_like_path
+from contamlab.models.reference import ModelRef
+from contamlab.models.store import STAGES
 
 Check = Callable[[Any], bool]
 # Hydra's own keys in a buildable node, never parameters of the target.
@@ -137,7 +139,7 @@ _STRINGS = (lambda v: isinstance(v, list) and all(isinstance(x, str) and x.strip
 
 
 def _dose(d: Any) -> bool:
-    """One twin dose of the calibrated audit: ``{epochs: int >= 1 | null, lr: > 0 | null, fraction: (0, 1] | null}``."""
+    """One twin dose of the error-rate audit: ``{epochs: int >= 1 | null, lr: > 0 | null, fraction: (0, 1] | null}``."""
     if not isinstance(d, dict) or not set(d) <= {"epochs", "lr", "fraction"}:
         return False
     epochs, lr, fraction = d.get("epochs"), d.get("lr"), d.get("fraction")
@@ -150,20 +152,18 @@ def _dose(d: Any) -> bool:
 
 AUDIT: dict[str, tuple[Check, str]] = {
     **{k: EVALUATE[k] for k in ("m", "temperature", "max_new_tokens", "chunk_questions", "progress")},
-    "audit.target": (lambda v: isinstance(v, str) and bool(v.strip()), "a model: base, clean, contaminated or an id"),
-    "audit.references": _STRINGS,
+    # audit.target and audit.references: ModelRef.parse and check_exists (:func:`_check_audit_models`)
     "audit.detectors": _STRINGS,
     "audit.mitigate": _STRINGS,
-    "audit.nonmembers": (lambda v: isinstance(v, str) and bool(v.strip()), "auto, generated, rewrites or a file"),
+    # audit.nonmembers and audit.error_rates.pool: a keyword or an existing file (:func:`_check_audit_items`)
     "audit.alpha": number(0, 1, low_open=True),
     "audit.n_boot": integer(1),
     "audit.confidence": number(0, 1, low_open=True),
-    "audit.calibrate.pool": optional((lambda v: isinstance(v, str) and bool(v.strip()), "auto, generated or a file")),
-    "audit.calibrate.pool_size": optional(integer(20)),
-    "audit.calibrate.null_draws": integer(1),
-    "audit.calibrate.twins": integer(1),
-    "audit.calibrate.min_power": number(0, 1, low_open=True),
-    "audit.calibrate.doses": (
+    "audit.error_rates.pool_size": optional(integer(20)),
+    "audit.error_rates.null_draws": integer(1),
+    "audit.error_rates.twins": integer(1),
+    "audit.error_rates.min_power": number(0, 1, low_open=True),
+    "audit.error_rates.doses": (
         lambda v: isinstance(v, list) and bool(v) and all(_dose(d) for d in v),
         "a non-empty list of {epochs: an integer >= 1 or null, lr: a number > 0 or null, fraction: in (0, 1] or null}",
     ),
@@ -184,7 +184,7 @@ SAMPLERS: dict[str, dict[str, tuple[Check, str]]] = {
     },
 }
 TRAIN: dict[str, tuple[Check, str]] = {
-    "stage": choice("base", "clean", "contaminated", "all"),
+    "stage": choice(*STAGES, "all"),
     "finetune.peft": choice("lora", "none"),
     "finetune.lora.r": integer(1),
     "finetune.lora.alpha": number(0, low_open=True),
@@ -350,19 +350,52 @@ _COMMON_PRECISIONS = {"32-true", "32", "bf16-mixed", "16-mixed", "bf16-true", "1
 
 
 def _check_audit_models(cfg: DictConfig) -> None:
-    """``audit.target`` and ``audit.references``: a simulated model's name, a hub id or an existing directory."""
-    from contamlab.preflight import SIMULATED
+    """``audit.target`` and ``audit.references``: each a model reference that parses, a directory one existing."""
+    present, target = _get(cfg, "audit.target")
+    if present:
+        if isinstance(target, (list, dict)):
+            raise ContamlabError(f"audit.target={_show(target)}: give one model")
+        ModelRef.parse(target, "audit.target").check_exists("audit.target")
+    present, refs = _get(cfg, "audit.references")
+    if present:
+        if not isinstance(refs, list):
+            raise ContamlabError(f"audit.references={_show(refs)}: must be a list of models ([] for none)")
+        for ref in refs:
+            ModelRef.parse(ref, "audit.references").check_exists("audit.references")
 
-    for key in ("audit.target", "audit.references"):
+
+#: The keyword settings of the audit's item sources; anything else names a JSONL file.
+NONMEMBER_KEYWORDS = ("auto", "generated", "rewrites")
+POOL_KEYWORDS = ("auto", "generated")
+
+
+def _check_audit_items(cfg: DictConfig) -> None:
+    """``audit.nonmembers`` and ``audit.error_rates.pool``: a keyword or an existing .jsonl file.
+
+    Checked here, before anything loads: a mistyped file would otherwise stop the audit after its models converted.
+    """
+    for key, keywords, optional_ in (
+        ("audit.nonmembers", NONMEMBER_KEYWORDS, False),
+        ("audit.error_rates.pool", POOL_KEYWORDS, True),
+    ):
         present, value = _get(cfg, key)
-        for spec in (value if isinstance(value, list) else [value]) if present else []:
-            if str(spec).split("@")[0] in SIMULATED:
-                continue
-            if looks_like_path(str(spec)) and not Path(str(spec)).expanduser().is_dir():
-                raise ContamlabError(
-                    f"{key}={spec}: directory not found; give base, clean, contaminated (@seed), the directory of a "
-                    "saved model or adapter, or a hub id (owner/name)"
-                )
+        if not present or (value is None and optional_):
+            continue
+        if not isinstance(value, str) or not value.strip():
+            raise ContamlabError(f"{key}={_show(value)}: use {', '.join(keywords)} or a .jsonl file")
+        if value not in keywords and not Path(value).expanduser().is_file():
+            raise ContamlabError(f"{key}={value}: no such file; use {', '.join(keywords)} or an existing .jsonl file")
+
+
+def _check_audit_names(cfg: DictConfig) -> None:
+    """``audit.detectors`` and ``audit.mitigate``: names of the audit's ``detectors`` and ``strategies`` groups."""
+    for key, group in (("audit.detectors", "detectors"), ("audit.mitigate", "strategies")):
+        present, names = _get(cfg, key)
+        known = list(cfg.get(group) or {})
+        for name in names if present and isinstance(names, list) else []:
+            if name not in known:
+                kind = "detector" if group == "detectors" else "strategy"
+                raise ContamlabError(f"{key}: no {kind} {name!r}; choose from {', '.join(known)}")
 
 
 def _check_precision(cfg: DictConfig) -> None:
@@ -408,6 +441,8 @@ def validate(cfg: DictConfig) -> None:
     elif task == "audit":
         _check_rules(cfg, AUDIT)
         _check_audit_models(cfg)
+        _check_audit_items(cfg)
+        _check_audit_names(cfg)
         backend = cfg.sampler.get("name") if isinstance(cfg.get("sampler"), DictConfig) else None
         _check_rules(cfg, SAMPLERS.get(str(backend), {}))
         _check_device(cfg)

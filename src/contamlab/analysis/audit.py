@@ -4,7 +4,7 @@
 - :func:`leaderboard`: model × benchmark × reading (statistic, interval, verdict) over every audit of a sweep.
 - :func:`meta_audit`: the readings held against the simulation's truth: how often each flags a clean model (false
   alarms) and a contaminated one (power, by leak style), with the number of models behind each figure.
-- :func:`calibration_table`: the calibrated audits' verdicts against the same truth, with their null and twins.
+- :func:`error_rate_table`: the error-rate audits' verdicts against the same truth, with their null and twins.
 - :func:`benbench_order_figure`, :func:`codec_figure`: BenBench's model ordering by δ_train-test and CoDeC's scores
   against its bands and the reference models.
 """
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from contamlab.analysis.transparency_card import render_markdown
+from contamlab.models.reference import ModelRef
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -45,13 +46,13 @@ def _table(header: list[str], body: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
 
 
-def _calibration(v: dict[str, Any]) -> list[str]:
-    """A calibrated reading's false alarms on the null and power per dose (docs/audit.md#the-calibrated-audit)."""
-    cal = (v.get("detail") or {}).get("calibration")
+def _error_rates(v: dict[str, Any]) -> list[str]:
+    """A reading with error rates's false alarms on the null and power per dose (docs/audit.md#error-rates)."""
+    cal = (v.get("detail") or {}).get("error_rates")
     if cal is None:
         return ["—", "—"]
     if "not_run" in cal:
-        return ["not calibrated", "—"]
+        return ["no error rates", "—"]
     null = cal["null"]
     alarms = f"{null['flagged']}/{null['total']}" if null else "—"
     power = "; ".join(f"{r['flagged']}/{r['total']} at {dose}" for dose, r in cal["power"].items()) or "—"
@@ -61,21 +62,21 @@ def _calibration(v: dict[str, Any]) -> list[str]:
 def verdict_table(verdicts: Sequence[dict[str, Any]]) -> str:
     """One row per reading: statistic, value [95% interval], p, the method's words, the flag.
 
-    A calibrated audit adds each reading's false alarms on the pool's splits and its power on the twins.
+    A error-rate audit adds each reading's false alarms on the pool's splits and its power on the twins.
     """
-    calibrated = any("calibration" in (v.get("detail") or {}) for v in verdicts)
+    calibrated = any("error_rates" in (v.get("detail") or {}) for v in verdicts)
     body = [
         [v["name"], v["statistic"], _interval(v), _p(v["p_value"]), v["verdict"].replace("|", "/"), _flag(v["flagged"])]
-        + (_calibration(v) if calibrated else [])
+        + (_error_rates(v) if calibrated else [])
         for v in verdicts
     ]
     header = ["reading", "statistic", "value [95% CI]", "p", "verdict", "flag"]
     return _table(header + (["false alarms (null)", "power (twins)"] if calibrated else []), body)
 
 
-def _calibration_note(audit: dict[str, Any]) -> list[str]:
+def _error_rates_note(audit: dict[str, Any]) -> list[str]:
     """What the calibration measured on: the pool, its splits, the twins and their doses."""
-    cal = audit.get("calibration")
+    cal = audit.get("error_rates")
     if not cal:
         return []
     return [
@@ -109,7 +110,7 @@ def audit_markdown(results: dict[str, Any]) -> str:
         "",
         verdict_table(audit["verdicts"]),
         "",
-        *_calibration_note(audit),
+        *_error_rates_note(audit),
     ]
     not_run = {k: v["not_run"] for k, v in audit["detectors"].items() if "not_run" in v}
     if not_run:
@@ -163,8 +164,8 @@ def target_label(r: dict[str, Any]) -> str:
     """The audited model as `<model>:<spec>@<seed>` (the seed shown for a simulated target)."""
     a = r["audit"]
     seed = r["config"].get("seed", 0)
-    simulated = a["target"]["spec"].split("@")[0] in ("base", "clean", "contaminated")
-    suffix = f"@{seed}" if simulated and "@" not in a["target"]["spec"] else ""
+    ref = ModelRef.parse(a["target"]["spec"])
+    suffix = f"@{seed}" if ref.simulated and ref.seed is None else ""
     return f"{r['config']['model']['name']}:{a['target']['spec']}{suffix}"
 
 
@@ -235,21 +236,21 @@ def meta_audit(audits: Sequence[dict[str, Any]]) -> str | None:
     return _table(header, body)
 
 
-def calibration_table(audits: Sequence[dict[str, Any]]) -> str | None:
-    """The calibrated audits of simulated models against their truth (None without any).
+def error_rate_table(audits: Sequence[dict[str, Any]]) -> str | None:
+    """The error-rate audits of simulated models against their truth (None without any).
 
-    Per calibrated reading: among the clean targets and the contaminated ones (by leak), flagged / given a verdict,
-    and how many were left without one as underpowered; then the null's false alarms and the twins' power at the
-    first dose, summed over the audits.
+    Per reading with error rates: among the clean targets and the contaminated ones (by leak), flagged / given a
+    verdict, and how many were left without one as underpowered; then the null's false alarms and the twins' power at
+    the first dose, summed over the audits.
     """
     rows: dict[str, dict[str, list[int]]] = {}
     for r in audits:
         truth = r["audit"].get("truth")
-        if not truth or not r["audit"].get("calibration"):
+        if not truth or not r["audit"].get("error_rates"):
             continue
         group = truth["leak"] if truth["contaminated"] else "clean"
         for v in r["audit"]["verdicts"]:
-            cal = (v.get("detail") or {}).get("calibration")
+            cal = (v.get("detail") or {}).get("error_rates")
             if not cal or "not_run" in cal:
                 continue
             row = rows.setdefault(v["name"], {})

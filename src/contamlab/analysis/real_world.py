@@ -11,7 +11,7 @@ detection jobs and the audits of ``make real-world``) and writes ``<dir>/real_wo
   With ``--tiny``, the tiny world's AUROC on the same detector and leak form stands beside it;
 - the meta-audit: for each model family, every audit reading's flagged / audited among the clean models (false
   alarms) and among the contaminated ones (power, per leak form), as :func:`contamlab.analysis.audit.meta_audit`;
-- the calibrated audits (``audit.calibrate.pool``): for each model family, every calibrated verdict against the
+- the error-rate audits (``audit.error_rates.pool``): for each model family, every calibrated verdict against the
   truth, with the null's false alarms and the twins' power summed over that family's audits;
 - the training cost: wall time and tokens per second of every stage, and each audit's detector times.
 """
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from contamlab.analysis.audit import audit_results, calibration_table, meta_audit, target_label, timing_table
+from contamlab.analysis.audit import audit_results, error_rate_table, meta_audit, target_label, timing_table
 from contamlab.analysis.report import load_results
 from contamlab.io import atomic_write_text
 from contamlab.metrics.roc import auroc_draws, roc_metrics
@@ -198,15 +198,15 @@ def meta_audit_sections(audits: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
-def calibration_sections(audits: Sequence[dict[str, Any]]) -> list[str]:
-    """One table per model family of the calibrated verdicts against the truth (docs/audit.md).
+def error_rate_sections(audits: Sequence[dict[str, Any]]) -> list[str]:
+    """One table per model family of the verdicts with error rates against the truth (docs/audit.md).
 
     Per family, because a reading's false alarms and power are properties of the model it calibrates on: summed over
     SmolLM2 and Gemma-3 together, a count would describe neither.
     """
     out = []
     for model, family in by_family(audits).items():
-        if table := calibration_table(family):
+        if table := error_rate_table(family):
             out += [f"### {model}", "", table, ""]
     return out
 
@@ -214,7 +214,7 @@ def calibration_sections(audits: Sequence[dict[str, Any]]) -> list[str]:
 def training_table(models_dir: Path) -> str | None:
     """Markdown: every trained stage of the real LMs, its steps, tokens per second and wall time.
 
-    A calibrated audit's twins (``<model>/twins/``) are summed on a line of their own: they are the audit's cost,
+    A error-rate audit's twins (``<model>/twins/``) are summed on a line of their own: they are the audit's cost,
     not stages of the study.
     """
     found, twins = [], []
@@ -281,11 +281,11 @@ def write_report(
         "",
         *(meta_audit_sections(audits) or ["No audits found."]),
     ]
-    if calibrated := calibration_sections(audits):
+    if calibrated := error_rate_sections(audits):
         parts += [
-            "## Calibrated audits against the truth",
+            "## Error-rate audits against the truth",
             "",
-            "Each calibrated reading's verdict (docs/audit.md#the-calibrated-audit): flagged / given a verdict, and "
+            "Each reading with error rates's verdict (docs/audit.md#error-rates): flagged / given a verdict, and "
             "the audits where it gave none for want of power; the null's false alarms and the twins' power summed "
             "over a model family's audits.",
             "",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text
+from contamlab.models.store import STAGES
 
 if TYPE_CHECKING:
     from contamlab.data.domain import Domain
@@ -92,7 +93,7 @@ def card_from_stage(stage_dir: str | Path, evaluation: dict[str, Any] | None = N
     split_path = stage_dir / "split.json"
     split = json.loads(split_path.read_text()) if split_path.is_file() else contaminated.get("split")
     n_test = domain.get("n_test") or family.get("n_test")
-    stages = [s for s in ("base", "clean", "contaminated") if s in chain]
+    stages = [s for s in STAGES if s in chain]
 
     train_used = (
         f"yes: {finetune.get('clean_n_domain', '?')} train-split items in the clean fine-tune"

@@ -2,7 +2,7 @@
 
 Every detector orients its per-question score so that *higher = more likely seen* (docs/methods/detectors.md),
 marks questions it could not score with NaN (and counts them), and reports its own dataset-level score.
-:mod:`contamlab.jobs.detect` runs a detector on the clean and the contaminated model and turns the scores into
+:mod:`contamlab.detection` runs a detector on the clean and the contaminated model and turns the scores into
 AUROC / TPR@FPR.
 """
 
@@ -156,6 +156,24 @@ def _nan_to_none(value: Any) -> Any:
     return value
 
 
+@dataclass
+class AuditScores:
+    """The outputs of one detector that an audit reads (:meth:`Detector.audit_readings`).
+
+    Attributes:
+        target: The audited model's output on the benchmark's items.
+        references: Each reference model's output on the benchmark (the order of ``audit.references``).
+        nonmembers: The audited model's output on the non-member items; None when the audit has none or the detector
+            reads none (:attr:`Detector.scores_nonmembers`).
+        reference_nonmembers: Each reference model's output on the non-member items (empty when ``nonmembers`` is).
+    """
+
+    target: DetectorOutput
+    references: list[DetectorOutput] = field(default_factory=list)
+    nonmembers: DetectorOutput | None = None
+    reference_nonmembers: list[DetectorOutput] = field(default_factory=list)
+
+
 #: ``field(metadata=RUNTIME)`` marks a setting that changes how fast, not what, a detector scores: left out of
 #: :meth:`Detector.params` (the cache key and results.json).
 RUNTIME = {"in_key": False}
@@ -190,14 +208,24 @@ class Detector:
     #: Whether the detector reads the vocabulary moments of the shared token pass (Min-K%++'s μ_t, σ_t): a job whose
     #: detectors all leave them computes the log-probs alone.
     reads_moments: ClassVar[bool] = False
-    #: Whether an audit scores the non-member items too: the default :meth:`audit_readings` compares the benchmark's
-    #: items with them, and so may :meth:`nonmember_readings`. A detector whose readings read no non-members sets
-    #: False, and the audit spends nothing on them.
-    reads_nonmembers: ClassVar[bool] = True
-    #: Whether the audit reads the per-item score as a membership score (the default :meth:`audit_readings`: the
-    #: benchmark's items against non-members, alone and against the references), the readings a calibrated audit
-    #: measures on pool splits and twins. A detector with readings of its own sets False.
-    membership_reading: ClassVar[bool] = True
+    #: Whether readings of the detector's own (an overridden :meth:`audit_readings`) read the non-member items too
+    #: (the n-gram overlap compares the benchmark's hits with theirs). The membership reading always reads them;
+    #: a detector that needs none leaves this False, and the audit spends nothing on them.
+    reads_nonmembers: ClassVar[bool] = False
+
+    @property
+    def membership_reading(self) -> bool:
+        """Whether the audit reads the per-item score as a membership score.
+
+        True unless :meth:`audit_readings` is overridden with readings of the detector's own: it follows from what the
+        detector overrides, so the two cannot disagree. The error-rate audit measures exactly these readings.
+        """
+        return type(self).audit_readings is Detector.audit_readings
+
+    @property
+    def scores_nonmembers(self) -> bool:
+        """Whether an audit scores the non-member items with this detector (the membership reading, or its own)."""
+        return self.membership_reading or self.reads_nonmembers
 
     def score(self, ctx: DetectionContext) -> DetectorOutput:
         """Score every question of ``ctx`` for one model."""
@@ -227,24 +255,29 @@ class Detector:
         """
         return {}
 
-    def audit_readings(
-        self, out: DetectorOutput, references: Sequence[DetectorOutput], settings: V.Settings
-    ) -> tuple[list[V.Verdict], dict[str, Any]] | None:
-        """The detector's own verdicts on an audited model, and the extra numbers its report shows.
+    def audit_readings(self, scores: AuditScores, settings: V.Settings) -> tuple[list[V.Verdict], dict[str, Any]]:
+        """The detector's verdicts on an audited model, and the extra numbers its report shows.
 
-        ``out`` is the audited model's output on the benchmark, ``references`` the reference models' (the order of
-        ``audit.references``). None, the default, asks for the membership reading every per-item score gets: the
-        benchmark items against non-member items, alone and against the references
-        (:func:`~contamlab.metrics.verdicts.membership_test`).
+        The default is the membership reading every per-item score gets: the benchmark's items against the non-member
+        items by AUROC and a one-sided Mann-Whitney test (:func:`~contamlab.metrics.verdicts.membership_test`), and
+        that AUROC against the reference models' (:func:`~contamlab.metrics.verdicts.membership_vs_references`). A
+        detector with readings of its own overrides it (CoDeC's bands, BenBench's Δ, ConStat's test, the n-gram
+        overlap); :attr:`membership_reading` then turns False by itself.
+
+        Args:
+            scores: The outputs the audit read (the target's and the references', on the benchmark and the
+                non-members).
+            settings: The audit's level and bootstrap.
+
+        Returns:
+            ``(verdicts, extra)``: the readings, and numbers for the report (JSON-able).
         """
-        return None
-
-    def nonmember_readings(
-        self, out: DetectorOutput, nonmembers: DetectorOutput, settings: V.Settings
-    ) -> list[V.Verdict]:
-        """Readings that set the benchmark's output beside the non-member items', added to :meth:`audit_readings`' own.
-
-        Called only for a detector with readings of its own (``audit_readings`` not None) that ``reads_nonmembers``,
-        when the audit has non-member items. None by default (an empty list).
-        """
-        return []
+        if scores.nonmembers is None:
+            why = "no non-member items to compare with (give audit.nonmembers=<a .jsonl file>)"
+            return [V.Verdict(self.name, "AUROC benchmark vs reference items", None, None, None, why, None)], {}
+        target, non = scores.target.scores, scores.nonmembers.scores
+        pairs = [(r.scores, n.scores) for r, n in zip(scores.references, scores.reference_nonmembers)]
+        return [
+            V.membership_test(target, non, settings, name=self.name),
+            V.membership_vs_references((target, non), pairs, settings, name=f"{self.name}/reference"),
+        ], {}

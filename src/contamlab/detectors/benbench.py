@@ -37,7 +37,7 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from contamlab.data.question import Question
-from contamlab.detectors.base import RUNTIME, DetectionContext, Detector, DetectorOutput
+from contamlab.detectors.base import RUNTIME, AuditScores, DetectionContext, Detector, DetectorOutput
 
 # greedy_continuations is re-exported: ConStat imports it from here.
 from contamlab.detectors.continuation import greedy_continuations as greedy_continuations
@@ -162,8 +162,6 @@ class BenBenchDetector(Detector):
     # columns and the matching n-grams (the audit's intervals and evidence). 4: the authors' lenient rule (> 0.75).
     # 5: the leaked and unleaked summaries leave the cached output (split_summary)
     version: ClassVar[int] = 5
-    reads_nonmembers: ClassVar[bool] = False  # its own audit readings compare no non-member items
-    membership_reading: ClassVar[bool] = False  # its audit readings are its own
 
     name: str = "benbench"
     ngram: list[int] = field(default_factory=lambda: [5, 10])
@@ -355,17 +353,16 @@ class BenBenchDetector(Detector):
         }
         return {"summary": summary, "deltas": deltas, "instance_flags": flags}
 
-    def audit_readings(
-        self, out: DetectorOutput, references: Sequence[DetectorOutput], settings: V.Settings
-    ) -> tuple[list[V.Verdict], dict[str, Any]]:
+    def audit_readings(self, scores: AuditScores, settings: V.Settings) -> tuple[list[V.Verdict], dict[str, Any]]:
         """Δ of answer PPL and of the shortest n-gram accuracy (against the references' Δ), and δ_train-test."""
-        found = []
+        out, found = scores.target, []
         for metric in ("ppl", f"ngram_{min(self.ngram)}"):
             test = pair_on_test(out, metric)
-            found.append(V.benbench_delta_test(metric, test, [pair_on_test(r, metric) for r in references], settings))
+            refs = [pair_on_test(r, metric) for r in scores.references]
+            found.append(benbench_delta_test(metric, test, refs, settings))
             train = pair_on_train(out, metric)
             if train is not None:
-                found.append(V.delta_train_test(metric, train, test, settings))
+                found.append(delta_train_test(metric, train, test, settings))
         keys = ("summary", "instance_flags", "evidence", "references")
         return found, {k: out.extra.get(k) for k in keys}
 
@@ -414,3 +411,139 @@ def _summarise(ori: dict[str, np.ndarray], refs: list[dict[str, np.ndarray]], ma
         m_ref = float(np.mean(ref_means)) if ref_means else None
         out[metric] = {"ori": m_ori, "ref": m_ref, "delta": relative_delta(metric, m_ori, m_ref)}
     return out
+
+
+# -- its audit verdicts ------------------------------------------------------------------------------------------
+def relative_drop(metric: str, ori: float, ref: float) -> float:
+    """BenBench's Δ in percent, positive = the original is more predictable (NaN when ori <= 0).
+
+    Accuracies: (ori - ref) / ori x 100; perplexity (lower is better): (ref - ori) / ori x 100.
+    """
+    if not ori > 0:
+        return float("nan")
+    return (ref - ori) / ori * 100.0 if metric == "ppl" else (ori - ref) / ori * 100.0
+
+
+def delta_draws(metric: str, ori: np.ndarray, ref: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Δ of each draw: ori, ref [N] per item; idx [B, N] -> [B]."""
+    o, r = ori[idx].mean(axis=1), ref[idx].mean(axis=1)  # [B] each
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (r - o) / o * 100.0 if metric == "ppl" else (o - r) / o * 100.0
+    return np.where(o > 0, out, np.nan)
+
+
+def benbench_delta_test(
+    metric: str,
+    target: tuple[Sequence[float], Sequence[float]],
+    references: Sequence[tuple[Sequence[float], Sequence[float]]] = (),
+    settings: V.Settings = V.DEFAULT_SETTINGS,
+) -> V.Verdict:
+    """BenBench's Δ_test of one metric with an item bootstrap, alone or against reference models.
+
+    Args:
+        metric: ``ppl`` (answer perplexity) or an n-gram accuracy (``ngram_5`` …).
+        target: ``(metric on the original items [N], its mean over the paraphrased versions [N])`` of the model.
+        references: The same pair for each reference model (the same items).
+        settings: Test level and bootstrap.
+
+    Returns:
+        Without references: flagged iff Δ > 0 at level alpha (bootstrap p of Δ <= 0). A paraphrase that is easier
+        or harder than its original moves Δ for every model, so with references the statistic is Δ minus the
+        highest reference Δ, flagged iff that difference is > 0 at level alpha.
+    """
+    name = f"benbench/{metric}"
+    models = [target, *references]
+    ori = np.stack([np.asarray(m[0], np.float64) for m in models])  # [M, N]
+    ref = np.stack([np.asarray(m[1], np.float64) for m in models])  # [M, N]
+    keep = np.isfinite(ori).all(axis=0) & np.isfinite(ref).all(axis=0)
+    ori, ref = ori[:, keep], ref[:, keep]
+    if not keep.any():
+        return V.Verdict(name, f"Δ {metric} (%)", None, None, None, "no item with a paraphrase scored", None)
+    n = int(keep.sum())
+    too_few = V.too_few_verdict(name, f"Δ {metric} (%)", ("with a paraphrase", n))
+    if too_few:
+        return too_few
+    deltas = [relative_drop(metric, float(o.mean()), float(r.mean())) for o, r in zip(ori, ref)]
+    (idx,) = settings.draws(n)
+    boot = np.stack([delta_draws(metric, o, r, idx) for o, r in zip(ori, ref)])  # [M, B]
+    detail = {"delta": deltas[0], "ori": float(ori[0].mean()), "ref": float(ref[0].mean())}
+    if not np.isfinite(deltas[0]):
+        return V.Verdict(name, f"Δ {metric} (%)", None, None, None, f"{metric} is 0 on the original items", None, n=n)
+    if not references:
+        draws = boot[0][np.isfinite(boot[0])]
+        p = V.one_sided_p(draws)
+        flagged = p < settings.alpha
+        return V.Verdict(
+            name,
+            f"Δ {metric} (%): original vs paraphrases",
+            deltas[0],
+            V.percentile_interval(draws, settings.confidence),
+            p,
+            f"the original is {'more' if flagged else 'not more'} predictable than its paraphrases (p = {p:.2g})",
+            flagged,
+            n=n,
+            detail=detail,
+        )
+    best = float(np.nanmax(deltas[1:]))
+    diff = boot[0] - np.nanmax(boot[1:], axis=0)  # [B]
+    diff = diff[np.isfinite(diff)]
+    p = V.one_sided_p(diff)
+    flagged = p < settings.alpha
+    return V.Verdict(
+        name,
+        f"Δ {metric} - best reference Δ (points)",
+        deltas[0] - best,
+        V.percentile_interval(diff, settings.confidence),
+        p,
+        f"Δ {deltas[0]:.1f}% {'above' if flagged else 'not above'} the references' {best:.1f}% (p = {p:.2g})",
+        flagged,
+        reference=best,
+        n=n,
+        detail={**detail, "reference_deltas": [float(d) for d in deltas[1:]]},
+    )
+
+
+def delta_train_test(
+    metric: str,
+    train: tuple[Sequence[float], Sequence[float]],
+    test: tuple[Sequence[float], Sequence[float]],
+    settings: V.Settings = V.DEFAULT_SETTINGS,
+) -> V.Verdict:
+    """BenBench's δ_train-test = Δ_train - Δ_test of one metric, train and test items resampled separately.
+
+    A reading of which split the model favours, not a test-set flag: positive means the train split is the more
+    predictable relative to its paraphrases (the model trained on it more closely than on the test split).
+    """
+    name = f"benbench/delta_train_test_{metric}"
+    parts = []
+    for ori, ref in (train, test):
+        o, r = np.asarray(ori, np.float64), np.asarray(ref, np.float64)
+        keep = np.isfinite(o) & np.isfinite(r)
+        parts.append((o[keep], r[keep]))
+    if not parts[0][0].size or not parts[1][0].size:
+        return V.Verdict(name, f"δ_train-test {metric}", None, None, None, "a split has no scored item", None)
+    too_few = V.too_few_verdict(name, f"δ_train-test {metric}", ("train", parts[0][0].size), ("test", parts[1][0].size))
+    if too_few:
+        return too_few
+    value = relative_drop(metric, parts[0][0].mean(), parts[0][1].mean()) - relative_drop(
+        metric, parts[1][0].mean(), parts[1][1].mean()
+    )
+    idx = settings.draws(parts[0][0].size, parts[1][0].size)
+    draws = [delta_draws(metric, o, r, i) for (o, r), i in zip(parts, idx)]
+    diff = draws[0] - draws[1]
+    diff = diff[np.isfinite(diff)]
+    if not np.isfinite(value):
+        why = f"{metric} is 0 on the original items of a split"
+        return V.Verdict(name, f"δ_train-test {metric}", None, None, None, why, None)
+    interval = V.percentile_interval(diff, settings.confidence) if diff.size else None
+    favoured = interval is not None and interval[0] > 0
+    return V.Verdict(
+        name,
+        f"δ_train-test {metric} (points)",
+        float(value),
+        interval,
+        None,
+        "the train split is favoured over the test split" if favoured else "neither split favoured",
+        None,
+        n=int(parts[0][0].size + parts[1][0].size),
+    )

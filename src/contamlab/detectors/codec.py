@@ -17,11 +17,19 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from contamlab.detectors.base import RUNTIME, DetectionContext, Detector, DetectorOutput, check_text_mode, question_text
+from contamlab.detectors.base import (
+    RUNTIME,
+    AuditScores,
+    DetectionContext,
+    Detector,
+    DetectorOutput,
+    check_text_mode,
+    question_text,
+)
 from contamlab.detectors.scoring import score_sequences
 from contamlab.errors import ContamlabError
 from contamlab.metrics import verdicts as V
@@ -123,8 +131,6 @@ class CoDeCDetector(Detector):
     """
 
     name: str = "codec"
-    reads_nonmembers: ClassVar[bool] = False  # its own audit readings compare no non-member items
-    membership_reading: ClassVar[bool] = False  # its audit readings are its own
     n_context: int = 1
     seeds: list[int] = field(default_factory=lambda: [0])
     skip_first: int = 10
@@ -145,15 +151,13 @@ class CoDeCDetector(Detector):
             raise ContamlabError("detector.skip_first / skip_last must be non-negative")
         check_text_mode(self.text)
 
-    def audit_readings(
-        self, out: DetectorOutput, references: Sequence[DetectorOutput], settings: V.Settings
-    ) -> tuple[list[V.Verdict], dict[str, Any]]:
+    def audit_readings(self, scores: AuditScores, settings: V.Settings) -> tuple[list[V.Verdict], dict[str, Any]]:
         """The guide's bands, and the score against the references' (CoDeC's two audit readings)."""
-        labels = out.columns["codec_label"]
+        labels = scores.target.columns["codec_label"]
         return [
-            V.codec_bands(labels, settings),
-            V.codec_against_references(labels, [r.dataset_score for r in references], settings=settings),
-        ], {"kept": out.extra.get("kept")}
+            codec_bands(labels, settings),
+            codec_against_references(labels, [r.dataset_score for r in scores.references], settings=settings),
+        ], {"kept": scores.target.extra.get("kept")}
 
     def score(self, ctx: DetectionContext) -> DetectorOutput:
         """Two passes per sample and seed; Δ per question, the fraction labelled 1 per dataset."""
@@ -220,3 +224,92 @@ class CoDeCDetector(Detector):
                 "per_seed_fraction": per_seed,
             },
         )
+
+
+# -- its audit verdicts ------------------------------------------------------------------------------------------
+CODEC_STRONG = 0.8
+
+
+CODEC_GREY = 0.6
+
+
+CODEC_MARGIN = 0.2
+
+
+def codec_band(score: float) -> str:
+    """The CoDeC guide's band of a dataset score."""
+    if score >= CODEC_STRONG:
+        return "strong evidence of contamination"
+    if score >= CODEC_GREY:
+        return "grey zone"
+    return "no evidence of contamination"
+
+
+def codec_bands(labels: Sequence[float], settings: V.Settings = V.DEFAULT_SETTINGS) -> V.Verdict:
+    """CoDeC's dataset score (the share of samples whose confidence drops in context) read by the guide's bands.
+
+    Args:
+        labels: Per-sample labels (1 = confidence dropped in context; a fraction when averaged over context seeds);
+            NaN = dropped (too short).
+        settings: The bootstrap of the interval.
+
+    Returns:
+        ``flagged`` iff the score is in the strong band (>= 0.8); the grey zone (0.6-0.8) flags nothing.
+    """
+    n = int(V.finite(labels).size)
+    if not n:
+        return V.Verdict("codec/bands", "CoDeC score", None, None, None, "no sample long enough to score", None)
+    too_few = V.too_few_verdict("codec/bands", "CoDeC score", ("scored", n))
+    if too_few:
+        return too_few
+    score, interval = V.bootstrap_mean(labels, settings)
+    band = codec_band(score)
+    return V.Verdict(
+        "codec/bands",
+        "CoDeC score (share of samples less confident in context)",
+        score,
+        interval,
+        None,
+        f"{band} ({score:.2f}; bands: >= {CODEC_STRONG} strong, {CODEC_GREY}-{CODEC_STRONG} grey, < {CODEC_GREY} none)",
+        score >= CODEC_STRONG,
+        n=n,
+        detail={"band": band},
+    )
+
+
+def codec_against_references(
+    labels: Sequence[float],
+    reference_scores: Sequence[float],
+    margin: float = CODEC_MARGIN,
+    settings: V.Settings = V.DEFAULT_SETTINGS,
+) -> V.Verdict:
+    """CoDeC against reference models with clean training data: flagged more than ``margin`` above the best of them.
+
+    The guide's rule: read a score beside models known not to have seen the benchmark, and treat a model more than
+    20 points above them as contaminated. No reference: no verdict.
+    """
+    n = int(V.finite(labels).size)
+    too_few = V.too_few_verdict("codec/reference", "CoDeC score - best reference", ("scored", n)) if n else None
+    if too_few:
+        return too_few
+    score, interval = V.bootstrap_mean(labels, settings)
+    refs = [float(r) for r in reference_scores if r is not None]
+    if score is None or not refs:
+        why = "no reference model" if score is not None else "no sample long enough to score"
+        return V.Verdict("codec/reference", "CoDeC score - best reference", None, None, None, why, None, n=n)
+    best = max(refs)
+    gap = score - best
+    flagged = gap > margin
+    words = "more" if flagged else "not more"
+    return V.Verdict(
+        "codec/reference",
+        "CoDeC score - best reference",
+        gap,
+        [interval[0] - best, interval[1] - best],
+        None,
+        f"{score:.2f} is {words} than {margin * 100:.0f} points above the references (best {best:.2f})",
+        flagged,
+        reference=best,
+        n=n,
+        detail={"score": score, "score_interval": interval, "references": refs, "margin": margin},
+    )

@@ -35,8 +35,8 @@ import numpy as np
 from scipy.interpolate import make_smoothing_spline
 from scipy.optimize import minimize_scalar
 
-from contamlab.detectors.base import RUNTIME, DetectionContext, Detector, DetectorOutput
-from contamlab.detectors.benbench import greedy_continuations
+from contamlab.detectors.base import RUNTIME, AuditScores, DetectionContext, Detector, DetectorOutput
+from contamlab.detectors.continuation import greedy_continuations
 from contamlab.detectors.paraphrase import reference_versions
 from contamlab.errors import ContamlabError
 from contamlab.metrics import verdicts as V
@@ -286,8 +286,6 @@ class ConStatDetector(Detector):
 
     #: The job hands :meth:`compare` the tested model's output and its references' (the clean model first).
     compares_models: ClassVar[bool] = True
-    reads_nonmembers: ClassVar[bool] = False  # its own audit readings compare no non-member items
-    membership_reading: ClassVar[bool] = False  # its audit readings are its own
 
     def __post_init__(self) -> None:
         if self.n_boot < 1 or not 0 < self.confidence < 1:
@@ -348,10 +346,55 @@ class ConStatDetector(Detector):
         """The configured ``references``, scored beside the clean model."""
         return [str(r) for r in self.references]
 
-    def audit_readings(
-        self, out: DetectorOutput, references: Sequence[DetectorOutput], settings: V.Settings
-    ) -> tuple[list[V.Verdict], dict[str, Any]]:
+    def audit_readings(self, scores: AuditScores, settings: V.Settings) -> tuple[list[V.Verdict], dict[str, Any]]:
         """The test against the audit's references (no verdict without one)."""
-        test = self.compare(out, references) if references else None
+        out = scores.target
+        test = self.compare(out, scores.references) if scores.references else None
         raw = (out.extra["score_original"], out.extra["score_rephrased"])
-        return [V.constat_verdict(test, settings, raw=raw)], {}
+        return [constat_verdict(test, settings, raw=raw)], {}
+
+
+# -- its audit verdicts ------------------------------------------------------------------------------------------
+CONSTAT_METHODS = {"spline": "the authors' spline test", "simplified": "simplified test, fewer than 5 references"}
+
+
+def constat_verdict(
+    test: dict[str, Any] | None, settings: V.Settings = V.DEFAULT_SETTINGS, raw: tuple[float, float] | None = None
+) -> V.Verdict:
+    """ConStat's reading of :func:`~contamlab.detectors.constat.constat_test` (None: no reference model).
+
+    Args:
+        test: The test's output against the reference models.
+        settings: The level (``alpha``).
+        raw: ``(S(D), S(D'))`` of the target, reported when there is no reference.
+    """
+    if test is None:
+        value = None if raw is None else raw[0] - raw[1]
+        return V.Verdict(
+            "constat",
+            "effect S(D) - Ŝ_clean",
+            value,
+            None,
+            None,
+            "no reference model: S(D) - S(D') alone cannot separate contamination from a harder rephrasing",
+            None,
+        )
+    # The effect is a mean of differences of accuracies (multiples of 1 / n): round off the float noise that would
+    # print an exact tie as -6.9e-18 (+ 0.0 turns -0.0 into 0.0).
+    p, effect = float(test["p_value"]), round(float(test["effect"]), 12) + 0.0
+    flagged = p < settings.alpha
+    words = "does not generalise" if flagged else "generalises"
+    return V.Verdict(
+        "constat",
+        "effect S(D) - Ŝ_clean",
+        effect,
+        list(test["effect_ci"]),
+        p,
+        f"the score {words} to the rephrased benchmark: S(D) {test['score_original']:.3f} against an estimated "
+        f"uncontaminated {test['estimated_clean']:.3f} (p = {p:.2g}; {CONSTAT_METHODS[test['method']]}, "
+        f"{test['n_references']} reference model{'s' if test['n_references'] != 1 else ''})",
+        flagged,
+        detail={
+            k: test[k] for k in ("score_original", "score_rephrased", "estimated_clean", "estimated_clean_ci", "method")
+        },
+    )

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from contamlab.detectors.base import (
+    AuditScores,
     DetectionContext,
     Detector,
     DetectorOutput,
@@ -83,7 +84,7 @@ class NgramOverlapDetector(Detector):
     """
 
     name: str = "ngram"
-    membership_reading: ClassVar[bool] = False  # its audit readings are its own, one of them against non-members
+    reads_nonmembers: ClassVar[bool] = True  # its second reading: the benchmark's hits against the non-members'
     n: int = 13
     corpus: str = "recorded"
     text: str = "document"
@@ -122,15 +123,95 @@ class NgramOverlapDetector(Detector):
             {"corpus": source, "corpus_documents": len(docs), "clean_subset": int(sum(not f for f in flagged))},
         )
 
-    def audit_readings(
-        self, out: DetectorOutput, references: Sequence[DetectorOutput], settings: V.Settings
-    ) -> tuple[list[V.Verdict], dict[str, Any]]:
-        """The share of items with an n-gram in the corpus; flagged iff any item has one."""
-        extra = {k: out.extra.get(k) for k in ("corpus", "corpus_documents")}
-        return [V.overlap_verdict(out.scores, self.n, settings)], extra
+    def audit_readings(self, scores: AuditScores, settings: V.Settings) -> tuple[list[V.Verdict], dict[str, Any]]:
+        """The share of items with an n-gram in the corpus (flagged iff any item has one).
 
-    def nonmember_readings(
-        self, out: DetectorOutput, nonmembers: DetectorOutput, settings: V.Settings
-    ) -> list[V.Verdict]:
-        """The benchmark's share of items with an n-gram in the corpus against the non-members' (chance hits)."""
-        return [V.overlap_vs_nonmembers(out.scores, nonmembers.scores, self.n, settings)]
+        Where the audit has non-members, also that share against theirs: chance hits of the corpus, flagged only above.
+        """
+        out = scores.target
+        extra = {k: out.extra.get(k) for k in ("corpus", "corpus_documents")}
+        found = [overlap_verdict(out.scores, self.n, settings)]
+        if scores.nonmembers is not None:
+            found.append(overlap_vs_nonmembers(out.scores, scores.nonmembers.scores, self.n, settings))
+        return found, extra
+
+
+# -- its audit verdicts ------------------------------------------------------------------------------------------
+def overlap_verdict(overlaps: Sequence[float], n: int = 13, settings: V.Settings = V.DEFAULT_SETTINGS) -> V.Verdict:
+    """n-gram overlap with a corpus: the share of items sharing an n-gram with it; flagged iff any item does."""
+    statistic = f"share of items with a {n}-gram in the corpus"
+    share, interval = V.bootstrap_mean([float(v > 0) for v in V.finite(overlaps)], settings)
+    if share is None:
+        return V.Verdict("ngram", statistic, None, None, None, "no item", None)
+    too_few = V.too_few_verdict("ngram", statistic, ("scored", len(V.finite(overlaps))))
+    if too_few:
+        return too_few
+    hits = int(np.sum(V.finite(overlaps) > 0))
+    return V.Verdict(
+        "ngram",
+        statistic,
+        share,
+        interval,
+        None,
+        f"{hits} of {len(V.finite(overlaps))} items share a {n}-gram with the corpus",
+        hits > 0,
+        n=len(V.finite(overlaps)),
+    )
+
+
+def overlap_vs_nonmembers(
+    overlaps: Sequence[float],
+    nonmember_overlaps: Sequence[float],
+    n: int = 13,
+    settings: V.Settings = V.DEFAULT_SETTINGS,
+) -> V.Verdict:
+    """The n-gram overlap of the benchmark set against that of non-member items, by the share of items with a hit.
+
+    Templated benchmarks (the synthetic domains, any benchmark written from patterns) share long n-grams with
+    training text they never contributed to, so :func:`overlap_verdict`'s any-hit rule flags every model that saw the
+    templates. Items the model cannot have seen, matched against the same corpus, give the rate of such chance hits;
+    the benchmark is flagged when its share exceeds theirs.
+
+    Args:
+        overlaps: Per benchmark item, the overlap share (> 0: the item has an n-gram in the corpus); NaN = unscored.
+        nonmember_overlaps: The same for the non-member items.
+        n: The n-gram length (for the words).
+        settings: Test level and bootstrap.
+
+    Returns:
+        The share difference (benchmark − non-members) with its bootstrap interval and the one-sided Fisher exact
+        test's p-value (H1: benchmark items hit more often); flagged iff p < settings.alpha.
+    """
+    bench, non = V.finite(overlaps) > 0, V.finite(nonmember_overlaps) > 0
+    name, statistic = "ngram/nonmembers", f"share of items with a {n}-gram in the corpus, benchmark − non-members"
+    if not bench.size or not non.size:
+        return V.Verdict(name, statistic, None, None, None, "no scored items", None)
+    too_few = V.too_few_verdict(name, statistic, ("benchmark", bench.size), ("reference", non.size))
+    if too_few:
+        return too_few
+    from scipy.stats import fisher_exact  # here, as in membership_test: a module import would cost every job a second
+
+    hits, hits_non = int(bench.sum()), int(non.sum())
+    table = [[hits, bench.size - hits], [hits_non, non.size - hits_non]]
+    p = float(fisher_exact(table, alternative="greater").pvalue)
+    idx, idx_non = settings.draws(bench.size, non.size)  # [B, N], [B, M]
+    differences = bench[idx].mean(axis=1) - non[idx_non].mean(axis=1)  # [B]
+    flagged = p < settings.alpha
+    counts = f"{hits} of {bench.size} benchmark items, {hits_non} of {non.size} non-members"
+    return V.Verdict(
+        name,
+        statistic,
+        float(bench.mean() - non.mean()),
+        V.percentile_interval(differences, settings.confidence),
+        p,
+        f"{counts} share a {n}-gram with the corpus: "
+        + (f"more than chance (p = {p:.2g} < {settings.alpha})" if flagged else f"no more than chance (p = {p:.2g})"),
+        flagged,
+        n=int(bench.size + non.size),
+        detail={
+            "hits": hits,
+            "n_benchmark": int(bench.size),
+            "hits_nonmembers": hits_non,
+            "n_reference_items": int(non.size),
+        },
+    )

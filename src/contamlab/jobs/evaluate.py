@@ -18,23 +18,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from contamlab.config import build, build_domain, set_threads
+from contamlab.config import build, build_domain, common_noise, model_store, sampling_setup, set_threads
+from contamlab.console import library_output
 from contamlab.data.domain import Domain
 from contamlab.decoding.pipeline import sample_model
 from contamlab.decoding.strategy import Strategy
 from contamlab.decoding.streams import CLEAN, CLEAN_2, readout_seed, strategy_role, stream_seed
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_json, atomic_write_text
-from contamlab.jobs.common import (
-    common_noise,
-    library_output,
-    log_sync_hint,
-    model_store,
-    sampling_setup,
-    tracking_run,
-)
-from contamlab.jobs.metadata import run_metadata
 from contamlab.metrics import bin_index, compute_metrics, per_bin_table, question_readouts
+from contamlab.provenance import run_metadata
+from contamlab.tracking import log_sync_hint, tracking_run
 
 if TYPE_CHECKING:
     from contamlab.decoding.samples import QuestionSamples
@@ -274,8 +268,8 @@ def _log_wandb(cfg, results, out_dir, figures=None) -> None:
 
 # -- detection -----------------------------------------------------------------------------------------------------
 def _detect(cfg: DictConfig, domain: Domain, detector: Any, out_dir: Path, progress: bool) -> dict[str, Any]:
-    """Score the clean and contaminated models with ``detector`` (see :mod:`contamlab.jobs.detect`)."""
-    from contamlab.jobs.detect import run_detection
+    """Score the clean and contaminated models with ``detector`` (see :mod:`contamlab.detection`)."""
+    from contamlab.detection import run_detection
 
     return run_detection(cfg, domain, detector, out_dir, progress)
 

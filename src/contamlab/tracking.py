@@ -2,7 +2,7 @@
 
 A CSV log is always written next to the run; W&B is added when ``logger=wandb`` (offline unless ``WANDB_MODE`` /
 ``logger.wandb.mode`` says otherwise). Training (Lightning loggers), restoration metrics
-(:mod:`contamlab.jobs.evaluate`) and detection (:mod:`contamlab.jobs.detect`) all log through it, so every job's run
+(:mod:`contamlab.jobs.evaluate`) and detection (:mod:`contamlab.detection`) all log through it, so every job's run
 is configured, grouped and finished the same way.
 
 W&B's own console output (a header per run, history and summary panels, its ``wandb sync`` hint: 30-60 lines a job)
@@ -13,11 +13,16 @@ stage's W&B hint would name its ``.partial`` work directory, gone once the stage
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+log = logging.getLogger("contamlab")
 
 
 @dataclass(frozen=True)
@@ -151,3 +156,19 @@ class Tracking:
             import wandb
 
             wandb.finish()
+
+
+def tracking_run(cfg: DictConfig, out_dir: Path, group: str, name: str) -> AbstractContextManager[Any]:
+    """The job's W&B run (None without W&B) from the ``logger`` group, with the resolved config, finished on exit."""
+    from contamlab.config import build
+
+    return build(cfg.logger, "logger").run(out_dir, group, name, lambda: OmegaConf.to_container(cfg, resolve=True))
+
+
+def log_sync_hint(cfg: DictConfig, out_dir: Path) -> None:
+    """The job's last line when it logged to W&B offline: where its runs are and how to upload them."""
+    from contamlab.config import build
+
+    hint = build(cfg.logger, "logger").sync_hint(out_dir)
+    if hint:
+        log.info("%s", hint)

@@ -1,11 +1,11 @@
-"""The calibrated audit: each membership verdict with its false alarms and power, measured on the audited model.
+"""The audit's error rates: each membership verdict with its false alarms and power, measured on the audited model.
 
-``audit.calibrate.pool=auto`` turns it on. The plain audit reads a statistic against a fixed threshold (p < α); the
-calibration asks the audited model how that reading behaves, on a **pool** of items it cannot have seen
-(:func:`calibration_pool`):
+``audit.error_rates.pool=auto`` turns it on. The plain audit reads a statistic against a fixed threshold (p < α); the
+error-rate audit asks the audited model how that reading behaves, on a **pool** of items it cannot have seen
+(:func:`pool_items`):
 
 1. **Null** (no training): the model scores the pool once; each of ``null_draws`` random disjoint splits puts one side
-   in the benchmark's place and the other in the non-members' (:func:`~contamlab.metrics.calibration.pool_splits`).
+   in the benchmark's place and the other in the non-members' (:func:`~contamlab.metrics.error_rates.pool_splits`).
    The share of splits the reading flags is its false-alarm rate, with the audit's own references for the
    ``/reference`` readings.
 2. **Power** (training): for each dose and each of ``twins`` seeds, a twin of the audited model is LoRA-fine-tuned on a
@@ -13,16 +13,16 @@ calibration asks the audited model how that reading behaves, on a **pool** of it
    that share of the half) and read as the audit reads a model: that half against the other half, and against the
    audited model itself as the reference. The share of twins
    flagged is the power at that dose; the first dose reaching ``min_power`` is the reading's detection dose
-   (:func:`~contamlab.metrics.calibration.calibrated`).
+   (:func:`~contamlab.metrics.error_rates.with_error_rates`).
 
 Twins are stages like any other: trained once into ``<models_dir>/<model>/twins/twin-<hash>`` (resumable, locked), and
 every score goes through the detection cache, so a rerun trains and scores nothing.
 
-Which readings are calibrated: those that compare the benchmark's items with non-member items by a per-item score
+Which readings get error rates: those that compare the benchmark's items with non-member items by a per-item score
 (:attr:`~contamlab.detectors.base.Detector.membership_reading`): Loss, Zlib, Min-K%, Min-K%++, DC-PDD, ReCaLL, CDD,
 each alone and against references. A detector with readings of its own (CoDeC, BenBench, ConStat, n-gram overlap)
-reads its whole item set at once, so a split of the pool is a new scoring run; its verdicts are reported as not
-calibrated.
+reads its whole item set at once, so a split of the pool is a new scoring run; its verdicts are reported without
+error rates.
 
 A pool is valid when (a) the audited model cannot have seen any item of it (written or generated after its training
 data was collected), and (b) its items are distributed like the benchmark's (same source, format and difficulty):
@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from contamlab.audit.models import AuditedModel
 from contamlab.data.domain import Domain
 from contamlab.data.jsonl import read_jsonl
 from contamlab.data.question import Question
@@ -48,10 +49,14 @@ from contamlab.data.split import Split, draw_split
 from contamlab.detectors.base import Detector
 from contamlab.errors import ContamlabError
 from contamlab.io import content_hash
-from contamlab.metrics import calibration as C
+from contamlab.metrics import error_rates as C
 from contamlab.metrics import verdicts as V
 from contamlab.metrics.roc import MIN_ITEMS_PER_SIDE
+from contamlab.models.reference import ModelRef
 from contamlab.models.store import is_done
+from contamlab.stages import TwinRecipe, contaminated_epochs, stage_lr, train_stage
+from contamlab.training import corpus
+from contamlab.training.stage_lock import stage_lock
 
 log = logging.getLogger("contamlab")
 #: The generator stream of a generated pool (the audit's non-members use 100, ReCaLL's prefixes 0).
@@ -88,14 +93,12 @@ class Dose:
 
 
 def doses(cfg: DictConfig, domain: Domain) -> list[Dose]:
-    """``audit.calibrate.doses`` resolved: a missing epochs or lr is the contaminated stage's (the simulation's).
+    """``audit.error_rates.doses`` resolved: a missing epochs or lr is the contaminated stage's (the simulation's).
 
     A missing ``fraction`` is 1: the twin's whole benchmark side leaks.
     """
-    from contamlab.jobs.train import contaminated_epochs, stage_lr
-
     out = []
-    for node in cfg.audit.calibrate.doses:  # each checked by validation.py
+    for node in cfg.audit.error_rates.doses:  # each checked by validation.py
         epochs, lr = node.get("epochs"), node.get("lr")
         out.append(
             Dose(
@@ -107,7 +110,7 @@ def doses(cfg: DictConfig, domain: Domain) -> list[Dose]:
     return out
 
 
-def calibration_pool(domain: Domain, setting: str, size: int, exclude: list[Question]) -> tuple[Domain, str]:
+def pool_items(domain: Domain, setting: str, size: int, exclude: list[Question]) -> tuple[Domain, str]:
     """The pool of unseen items, as a view of ``domain``, and what it is.
 
     Args:
@@ -126,15 +129,13 @@ def calibration_pool(domain: Domain, setting: str, size: int, exclude: list[Ques
         fresh = domain.nonmember_questions(size + len(exclude) // 10 + 20, POOL_SEED)
         if fresh is None:
             raise ContamlabError(
-                f"audit.calibrate.pool={setting}: domain={domain.name} cannot generate problems; give a .jsonl file "
-                "of items the model cannot have seen (docs/audit.md#the-calibrated-audit)"
+                f"audit.error_rates.pool={setting}: domain={domain.name} cannot generate problems; give a .jsonl file "
+                "of items the model cannot have seen (docs/audit.md#error-rates)"
             )
         items = [q for q in fresh if q.question.strip() not in seen][:size]
         about = f"{len(items)} fresh problems of the benchmark's generator"
     else:
-        path = Path(setting).expanduser()
-        if not path.is_file():
-            raise ContamlabError(f"audit.calibrate.pool={setting}: use auto, generated or an existing .jsonl file")
+        path = Path(setting).expanduser()  # validation.py checked that it exists
         rows = read_jsonl(path, required=("question",))
         items = [
             Question(f"pool-{i}", str(r["question"]), str(r.get("solution", "")), str(r.get("answer", "")))
@@ -145,14 +146,14 @@ def calibration_pool(domain: Domain, setting: str, size: int, exclude: list[Ques
     items = [Question(f"pool-{i}", q.question, q.solution, q.answer, q.choices) for i, q in enumerate(items)]
     if len(items) < 2 * MIN_ITEMS_PER_SIDE:
         raise ContamlabError(
-            f"audit.calibrate.pool: {len(items)} items; the calibration splits them in two and each side needs "
+            f"audit.error_rates.pool: {len(items)} items; the calibration splits them in two and each side needs "
             f"{MIN_ITEMS_PER_SIDE}: give at least {2 * MIN_ITEMS_PER_SIDE}"
         )
     return domain.over(items, f"calibration-pool:{setting}"), about
 
 
-class Calibration:
-    """The calibrated audit of one target: the pool, its null and its twins (see the module's docstring).
+class ErrorRates:
+    """The error rates of one audited target's readings: the pool, its null and its twins (see the module's docstring).
 
     Args:
         cfg: The audit config.
@@ -164,8 +165,17 @@ class Calibration:
         progress: Show progress bars.
     """
 
-    def __init__(self, cfg, target, references, domain: Domain, nonmembers: Domain | None, settings, progress: bool):
-        node = cfg.audit.calibrate
+    def __init__(
+        self,
+        cfg: DictConfig,
+        target: AuditedModel,
+        references: list[AuditedModel],
+        domain: Domain,
+        nonmembers: Domain | None,
+        settings: V.Settings,
+        progress: bool,
+    ) -> None:
+        node = cfg.audit.error_rates
         self.cfg, self.target, self.references, self.domain = cfg, target, references, domain
         self.settings, self.progress = settings, progress
         self.twins = int(node.twins)
@@ -178,19 +188,18 @@ class Calibration:
         exclude = [*domain.test, *(nonmembers.test if nonmembers is not None else [])]
         if domain.has_train:
             exclude += domain.train
-        self.pool, self.about = calibration_pool(domain, str(node.pool), size, exclude)
+        self.pool, self.about = pool_items(domain, str(node.pool), size, exclude)
         self.sides = (n_bench, n_non)
         # the null's bootstrap only decides each split's flag (its p to a resolution of 1/n_boot), not an interval
         self.null_settings = V.Settings(settings.alpha, min(settings.n_boot, 200), settings.confidence, settings.seed)
 
-    def twin_models(self) -> list[tuple[Dose, int, Split, Any]]:
+    def twin_models(self) -> list[tuple[Dose, int, Split, AuditedModel]]:
         """Every twin (dose, seed, sides, model), trained where it is not yet.
 
         ``sides.leaked`` is the twin's benchmark side, read against ``sides.unleaked``; the twin trained on all of
         its benchmark side or, at a dose with ``fraction < 1``, on a seeded random share of it. A twin is opened as
-        the audited model was (its class: the audit's ``AuditedModel``), so it is scored the same way.
+        the audited model was, so it is scored the same way.
         """
-        opened = type(self.target)
         out = []
         ids = [q.id for q in self.pool.test]
         for dose in self.doses:
@@ -201,7 +210,8 @@ class Calibration:
                     part = set(draw_split(sides.leaked, seed, dose.fraction).leaked)
                     trained = Split(tuple(i for i in ids if i in part), tuple(i for i in ids if i not in part), seed)
                 path = self.train_twin(dose, seed, trained)
-                out.append((dose, seed, sides, opened(str(path), self.cfg, self.domain)))
+                twin = AuditedModel(ModelRef.parse(str(path)), self.cfg, self.target.store, self.domain)
+                out.append((dose, seed, sides, twin))
         return out
 
     def twin_key(self, dose: Dose, seed: int, split: Split) -> dict[str, Any]:
@@ -220,10 +230,6 @@ class Calibration:
 
     def train_twin(self, dose: Dose, seed: int, split: Split) -> Path:
         """The twin's directory, trained now unless a finished one is there."""
-        from contamlab.jobs.train import TwinRecipe, train_stage
-        from contamlab.training import corpus
-        from contamlab.training.stage_lock import stage_lock
-
         key = self.twin_key(dose, seed, split)
         path = Path(self.cfg.paths.models_dir) / str(self.cfg.model.name) / "twins" / f"twin-{content_hash(key)}"
         if is_done(path):
@@ -240,7 +246,7 @@ class Calibration:
         recipe = TwinRecipe(self.target.source, examples, dose.epochs, dose.lr, key)
         with stage_lock(path, "twin"):
             if not is_done(path):
-                log.info("calibration: training twin %d (%s) of %s into %s", seed, dose.label, self.target.spec, path)
+                log.info("error rates: training twin %d (%s) of %s into %s", seed, dose.label, self.target.spec, path)
                 train_stage(cfg, self.target.store, view, "contaminated", path, recipe)
         return path
 
@@ -257,34 +263,34 @@ class Calibration:
         return out
 
     def run(self, detectors: dict[str, Detector], verdicts: list[V.Verdict]) -> tuple[list[V.Verdict], dict]:
-        """The verdicts with their calibration, and the calibration's own record for results.json.
+        """The verdicts with their error rates, and the error rates' own record for results.json.
 
         Args:
             detectors: The audit's detectors that ran.
             verdicts: The plain audit's verdicts.
         """
-        calibrated = {n: d for n, d in detectors.items() if d.reads_nonmembers and d.membership_reading}
-        moments = any(d.reads_moments for d in calibrated.values())
+        measured = {n: d for n, d in detectors.items() if d.membership_reading}
+        moments = any(d.reads_moments for d in measured.values())
         pool, progress = self.pool, self.progress
-        own = {name: self.target.score(pool, d, progress, moments)[0].scores for name, d in calibrated.items()}
+        own = {name: self.target.score(pool, d, progress, moments)[0].scores for name, d in measured.items()}
         self.target.release()
         refs = []
         for ref in self.references:
-            refs.append({name: ref.score(pool, d, progress, moments)[0].scores for name, d in calibrated.items()})
+            refs.append({name: ref.score(pool, d, progress, moments)[0].scores for name, d in measured.items()})
             ref.release()
         n_pool = len(pool.test)
         splits = C.pool_splits(n_pool, *self.sides, self.null_draws, self.settings.seed)
         null: dict[str, C.Rate] = {}
-        for name in calibrated:
+        for name in measured:
             null.update(self._null(name, own[name], [x[name] for x in refs], splits))
         flags: dict[str, dict[str, list[bool | None]]] = {}
         twins = []
         for dose, seed, sides, twin in self.twin_models():
-            scores = {name: twin.score(pool, d, progress, moments)[0].scores for name, d in calibrated.items()}
+            scores = {name: twin.score(pool, d, progress, moments)[0].scores for name, d in measured.items()}
             twin.release()
             leaked = np.array([sides.is_leaked(q.id) for q in pool.test])  # [pool] the benchmark side
             a, b = np.flatnonzero(leaked), np.flatnonzero(~leaked)
-            for name in calibrated:
+            for name in measured:
                 t, o = np.asarray(scores[name], np.float64), np.asarray(own[name], np.float64)
                 alone = V.membership_test(t[a], t[b], self.settings)
                 vs_original = V.membership_vs_references((t[a], t[b]), [(o[a], o[b])], self.settings)
@@ -299,10 +305,12 @@ class Calibration:
         for v in verdicts:
             base = v.name if v.name in null or v.name in powers else None
             if base is None:
-                why = "not calibrated: the detector reads its whole item set at once (no per-item score to split)"
-                out.append(dataclasses.replace(v, detail={**v.detail, "calibration": {"not_run": why}}))
+                why = "no error rates: the detector reads its whole item set at once (no per-item score to split)"
+                out.append(dataclasses.replace(v, detail={**v.detail, "error_rates": {"not_run": why}}))
                 continue
-            out.append(C.calibrated(v, null.get(base), powers.get(base, {}), self.min_power, self.settings.confidence))
+            out.append(
+                C.with_error_rates(v, null.get(base), powers.get(base, {}), self.min_power, self.settings.confidence)
+            )
         record = {
             "pool": self.about,
             "pool_items": n_pool,

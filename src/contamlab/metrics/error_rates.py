@@ -1,7 +1,7 @@
-"""The calibrated audit's statistics: how often a reading flags when nothing leaked, and how often it flags a leak.
+"""The error-rate audit's statistics: how often a reading flags when nothing leaked, and how often it flags a leak.
 
 A fixed threshold (p < α, an AUROC above 0.5, CoDeC's bands) says nothing of how a reading behaves on the model it
-audits. The calibrated audit (:mod:`contamlab.jobs.calibrate`) measures it there, on a pool of items the model cannot
+audits. The error-rate audit (:mod:`contamlab.audit.error_rates`) measures it there, on a pool of items the model cannot
 have seen:
 
 - the **null**: the reading on random disjoint splits of the pool, one side in the benchmark's place and the other in
@@ -118,7 +118,7 @@ def detection_dose(powers: Mapping[str, Rate], min_power: float) -> str | None:
     return None
 
 
-def calibrated(
+def with_error_rates(
     verdict: Verdict,
     null: Rate | None,
     powers: Mapping[str, Rate],
@@ -135,7 +135,7 @@ def calibrated(
         confidence: Coverage of the rates' intervals.
 
     Returns:
-        A copy with ``detail["calibration"]`` (null, power per dose, detection dose) and, where the reading gives a
+        A copy with ``detail["error_rates"]`` (null, power per dose, detection dose) and, where the reading gives a
         verdict but reaches ``min_power`` at no dose, ``flagged`` None and a verdict that says why.
     """
     dose = detection_dose(powers, min_power)
@@ -145,7 +145,7 @@ def calibrated(
         "detection_dose": dose,
         "min_power": min_power,
     }
-    detail = {**verdict.detail, "calibration": record}
+    detail = {**verdict.detail, "error_rates": record}
     if verdict.flagged is None or not powers:
         return dataclasses.replace(verdict, detail=detail)
     words = f"false alarms {null} on unseen items" if null is not None else "false alarms not measured"

@@ -1,4 +1,4 @@
-"""The calibrated audit: its statistics on hand-built scores, and the job on the tiny trained world (in-process)."""
+"""The error-rate audit: its statistics on hand-built scores, and the job on the tiny trained world (in-process)."""
 
 from pathlib import Path
 
@@ -8,7 +8,7 @@ from e2e import TINY
 from scipy.stats import beta
 from sklearn.metrics import roc_auc_score
 
-from contamlab.metrics import calibration as C
+from contamlab.metrics import error_rates as C
 from contamlab.metrics import verdicts as V
 
 SETTINGS = V.Settings(alpha=0.05, n_boot=50, seed=0)
@@ -64,20 +64,20 @@ def _verdict(flagged):
 
 def test_the_detection_dose_is_the_first_that_reaches_the_power():
     powers = {"1 epoch": C.Rate(1, 3), "2 epochs": C.Rate(3, 3), "4 epochs": C.Rate(3, 3)}
-    v = C.calibrated(_verdict(True), C.Rate(9, 200), powers, min_power=0.8)
+    v = C.with_error_rates(_verdict(True), C.Rate(9, 200), powers, min_power=0.8)
     assert v.flagged is True
-    assert v.detail["calibration"]["detection_dose"] == "2 epochs"
-    assert v.detail["calibration"]["null"]["flagged"] == 9 and "power 3/3 at 2 epochs" in v.verdict
+    assert v.detail["error_rates"]["detection_dose"] == "2 epochs"
+    assert v.detail["error_rates"]["null"]["flagged"] == 9 and "power 3/3 at 2 epochs" in v.verdict
 
 
 def test_an_underpowered_reading_gives_no_verdict_either_way():
     powers = {"1 epoch": C.Rate(1, 3), "2 epochs": C.Rate(2, 3)}
     for flagged in (True, False):
-        v = C.calibrated(_verdict(flagged), C.Rate(10, 200), powers, min_power=0.8)
+        v = C.with_error_rates(_verdict(flagged), C.Rate(10, 200), powers, min_power=0.8)
         assert v.flagged is None and v.verdict.startswith("underpowered on this model")
-        assert "2/3" in v.verdict and v.detail["calibration"]["detection_dose"] is None
+        assert "2/3" in v.verdict and v.detail["error_rates"]["detection_dose"] is None
     # a reading without a verdict stays without one, and keeps its words
-    v = C.calibrated(V.Verdict("loss", "AUROC", None, None, None, "no scored items", None), None, powers, 0.8)
+    v = C.with_error_rates(V.Verdict("loss", "AUROC", None, None, None, "no scored items", None), None, powers, 0.8)
     assert v.verdict == "no scored items" and v.flagged is None
 
 
@@ -98,9 +98,9 @@ def _audit(tmp, out, cache, *extra):
             "audit.detectors=[loss,codec]",
             "audit.mitigate=[]",
             "audit.n_boot=50",
-            "audit.calibrate.pool=auto",
-            "audit.calibrate.twins=2",
-            "audit.calibrate.null_draws=30",
+            "audit.error_rates.pool=auto",
+            "audit.error_rates.twins=2",
+            "audit.error_rates.null_draws=30",
             "trainer.enable_progress_bar=false",
             "logger=csv",
             "progress=false",
@@ -113,40 +113,42 @@ def _audit(tmp, out, cache, *extra):
 
 
 def test_the_calibrated_audit_measures_null_and_power_and_a_rerun_trains_nothing(trained, tmp_path, monkeypatch):
-    from contamlab.jobs import audit, train
+    from contamlab.audit import error_rates
+    from contamlab.jobs import audit
     from contamlab.models.store import read_training_texts
 
     tmp, _, _ = trained
     twins: list[str] = []
-    train_stage = train.train_stage
+    train_stage = error_rates.train_stage
 
     def counted(*args, **kwargs):
         twins.append(str(args[4]))
         return train_stage(*args, **kwargs)
 
-    monkeypatch.setattr(train, "train_stage", counted)
+    monkeypatch.setattr(error_rates, "train_stage", counted)
     cache = tmp_path / "cache"
     first = audit.run(_audit(tmp, tmp_path / "first", cache))["audit"]
-    record = first["calibration"]
+    record = first["error_rates"]
     assert len(twins) == 2 and record["twins_per_dose"] == 2 and record["null_draws"] == 30
     readings = {v["name"]: v for v in first["verdicts"]}
     for name in ("loss", "loss/reference"):
-        cal = readings[name]["detail"]["calibration"]
+        cal = readings[name]["detail"]["error_rates"]
         assert cal["null"]["total"] == 30
         (power,) = cal["power"].values()  # one dose: the contaminated stage's
         assert power["total"] == 2 and 0 <= power["flagged"] <= 2
-    assert "not_run" in readings["codec/bands"]["detail"]["calibration"]
+    assert "not_run" in readings["codec/bands"]["detail"]["error_rates"]
     # the pool is unseen: no pool item in any training text of any stage (base, clean, contaminated)
-    from contamlab.jobs.calibrate import Calibration
+    from contamlab.audit.error_rates import ErrorRates
+    from contamlab.audit.models import AuditedModel
+    from contamlab.audit.nonmembers import nonmember_items
+    from contamlab.config import build_domain, model_store
+    from contamlab.models.reference import ModelRef
 
     cfg = _audit(tmp, tmp_path / "probe", cache)
-    from contamlab.config import build_domain
-    from contamlab.jobs.audit import AuditedModel, nonmember_items
-
     domain = build_domain(cfg.domain)
-    target = AuditedModel("contaminated", cfg, domain)
+    target = AuditedModel(ModelRef.parse("contaminated"), cfg, model_store(cfg), domain)
     nonmembers, _ = nonmember_items(domain, "auto")
-    pool = Calibration(cfg, target, [], domain, nonmembers, SETTINGS, False).pool
+    pool = ErrorRates(cfg, target, [], domain, nonmembers, SETTINGS, False).pool
     stages = [p for p in (tmp / "models").rglob("train_summary.json") if "twins" not in p.parts]
     assert len(stages) >= 3
     texts = "\n".join(t for p in stages for t in read_training_texts(p.parent) or [])
@@ -159,29 +161,32 @@ def test_the_calibrated_audit_measures_null_and_power_and_a_rerun_trains_nothing
     monkeypatch.setattr(ModelStore, "load", lambda self, source: loads.append(source))
     second = audit.run(_audit(tmp, tmp_path / "second", cache))["audit"]
     assert len(twins) == 2 and loads == []
-    assert second["calibration"]["readings"] == record["readings"]
+    assert second["error_rates"]["readings"] == record["readings"]
 
 
 def test_a_partial_dose_trains_on_its_share_of_the_benchmark_side_and_reads_the_whole_side(monkeypatch):
     from types import SimpleNamespace
 
-    from contamlab.jobs.calibrate import Calibration, Dose
+    from contamlab.audit import error_rates
+    from contamlab.audit.error_rates import Dose, ErrorRates
 
     class Opened:  # the audited model's class: a twin is opened as its parent was
-        def __init__(self, source, cfg, domain):
-            self.source = source
+        def __init__(self, ref, cfg, store, domain):
+            self.source = ref.text
+
+    monkeypatch.setattr(error_rates, "AuditedModel", Opened)
 
     full, half = Dose(2, 1e-3), Dose(1, 5e-4, 0.5)
     assert (full.label, half.label) == ("2 epochs at lr 0.001", "1 epoch at lr 0.0005, 50% leaked")
     assert full.to_key() == {"epochs": 2, "lr": 1e-3}  # a full leak keeps its old twin key
     assert half.to_key() == {"epochs": 1, "lr": 5e-4, "fraction": 0.5}
-    cal = object.__new__(Calibration)  # twin_models needs the pool, doses and twin count only
+    cal = object.__new__(ErrorRates)  # twin_models needs the pool, doses and twin count only
     cal.pool = SimpleNamespace(test=[SimpleNamespace(id=f"p{i}") for i in range(40)])
     cal.doses, cal.twins = [full, half], 2
     cal.cfg = cal.domain = None
-    cal.target = Opened("parent", None, None)
+    cal.target = SimpleNamespace(store=None)
     trained = []
-    monkeypatch.setattr(Calibration, "train_twin", lambda self, dose, seed, split: trained.append(split) or Path("t"))
+    monkeypatch.setattr(ErrorRates, "train_twin", lambda self, dose, seed, split: trained.append(split) or Path("t"))
     twins = cal.twin_models()
     assert len(twins) == len(trained) == 4
     for (dose, _seed, sides, twin), split in zip(twins, trained):
@@ -196,18 +201,18 @@ def test_a_partial_dose_trains_on_its_share_of_the_benchmark_side_and_reads_the_
 
 
 def test_the_calibration_table_counts_verdicts_against_the_truth():
-    from contamlab.analysis.audit import calibration_table
+    from contamlab.analysis.audit import error_rate_table
 
     def audit(contaminated, flagged, underpowered=False):
         cal = {"null": {"flagged": 3, "total": 100}, "power": {"2 epochs": {"flagged": 3, "total": 3}}}
         verdict = "underpowered on this model: …" if underpowered else "…"
         v = {"name": "loss", "flagged": None if underpowered else flagged, "verdict": verdict,
-             "detail": {"calibration": cal}}  # fmt: skip
-        codec = {"name": "codec/bands", "flagged": False, "verdict": "…", "detail": {"calibration": {"not_run": "…"}}}
+             "detail": {"error_rates": cal}}  # fmt: skip
+        codec = {"name": "codec/bands", "flagged": False, "verdict": "…", "detail": {"error_rates": {"not_run": "…"}}}
         truth = {"contaminated": contaminated, "leak": "verbatim" if contaminated else None}
-        return {"audit": {"truth": truth, "calibration": {"pool": "…"}, "verdicts": [v, codec]}}
+        return {"audit": {"truth": truth, "error_rates": {"pool": "…"}, "verdicts": [v, codec]}}
 
-    table = calibration_table([audit(False, False), audit(False, True), audit(True, True), audit(True, None, True)])
+    table = error_rate_table([audit(False, False), audit(False, True), audit(True, True), audit(True, None, True)])
     row = next(line for line in table.splitlines() if line.startswith("| loss"))
     assert row == "| loss | 1/2 | 1/1 (1 underpowered) | — | 12/400 | 12/12 |"
     assert "codec" not in table
