@@ -84,6 +84,13 @@ def test_bad_train_value_is_one_line(tmp_path):
         ),
         ("audit", "audit.error_rates.doses=[{fraction: 1.5}]", "{'fraction': 1.5}]: must be a non-empty list of"),
         ("audit", "audit.error_rates.pool_size=3", "audit.error_rates.pool_size=3: must be an integer >= 20, or null"),
+        # the item files, the model references and the names: each checked here once, before anything loads
+        ("audit", "audit.error_rates.pool=/none.jsonl", "audit.error_rates.pool=/none.jsonl: no such file"),
+        ("audit", "audit.nonmembers=/nonexistent.jsonl", "audit.nonmembers=/nonexistent.jsonl: no such file"),
+        ("audit", "audit.target=' '", "audit.target: an empty model reference"),
+        ("audit", "audit.references=[clean@x]", "audit.references=clean@x: the seed after @ must be a non-negative"),
+        ("audit", "audit.detectors=[lossy]", "audit.detectors: no detector 'lossy'; choose from codec"),
+        ("audit", "audit.mitigate=[railcapp]", "audit.mitigate: no strategy 'railcapp'; choose from identity"),
     ],
 )
 def test_validate_names_the_field(config, override, message):
@@ -141,3 +148,18 @@ def test_every_shipped_option_is_valid(override):
     # A key that a group's YAML ships but its target does not take (and the job does not read) would stop every run.
     extra = ["strategy=railcap"] if override.startswith("railcap_ablation=") else []
     validate(compose("evaluate", [*extra, override]))
+
+
+def test_a_missing_pool_file_stops_an_audit_of_a_packaged_model_before_it_converts(tmp_path):
+    """As a new user typed it: the pool's file was named only after SmolLM2 had converted (45 s). Now the process
+    exits with the one line before the model store is built (no cache directory is made)."""
+    cache = tmp_path / "cache"
+    args = [
+        sys.executable, str(REPO / "audit.py"), "model=smollm2", "domain=gsm8k", "audit.target=base",
+        "audit.references=[]", "audit.error_rates.pool=/nonexistent.jsonl", f"paths.cache_dir={cache}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    ]  # fmt: skip
+    result = prewarmed.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "audit.error_rates.pool=/nonexistent.jsonl: no such file" in result.stderr
+    assert not cache.exists()

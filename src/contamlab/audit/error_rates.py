@@ -272,6 +272,10 @@ class ErrorRates:
         measured = {n: d for n, d in detectors.items() if d.membership_reading}
         moments = any(d.reads_moments for d in measured.values())
         pool, progress = self.pool, self.progress
+        log.info(
+            "error rates: %s on %d pool items, the target and %d reference(s); then %d twin(s)",
+            ", ".join(measured), len(pool.test), len(self.references), self.twins * len(self.doses),
+        )  # fmt: skip
         own = {name: self.target.score(pool, d, progress, moments)[0].scores for name, d in measured.items()}
         self.target.release()
         refs = []
@@ -286,6 +290,7 @@ class ErrorRates:
         flags: dict[str, dict[str, list[bool | None]]] = {}
         twins = []
         for dose, seed, sides, twin in self.twin_models():
+            log.info("error rates: scoring twin %d (%s) on the pool", seed, dose.label)
             scores = {name: twin.score(pool, d, progress, moments)[0].scores for name, d in measured.items()}
             twin.release()
             leaked = np.array([sides.is_leaked(q.id) for q in pool.test])  # [pool] the benchmark side

@@ -113,8 +113,15 @@ def mitigated_score(
     store = target.store
     solve: dict[str, list[float]] = {}
     walls: dict[str, float] = {}
+    m = int(target.cfg.m)
     for name, strategy in strategies.items():
+        log.info("audit: mitigated score: %s, %d questions x %d samples on %s", name, len(domain.test), m, target.spec)
+        started = time.perf_counter()
         solve[name], wall = solve_probabilities(target, store, domain, name, strategy, progress)
         walls[name] = round(wall, 3)
+        log.info(
+            "audit: mitigated score: %s: mean solve probability %.3f (%.1f s)",
+            name, sum(solve[name]) / len(solve[name]), time.perf_counter() - started,
+        )  # fmt: skip
     found = [V.mitigation_share(solve["identity"], solve[n], n, settings) for n in strategies if n != "identity"]
     return found, {"solve_probability": {n: sum(v) / len(v) for n, v in solve.items()}, "wall_s": walls}

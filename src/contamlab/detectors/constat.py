@@ -295,11 +295,18 @@ class ConStatDetector(Detector):
                 f"detector.random_performance={list(self.random_performance)}: give [score on D, score on D'] in [0, 1]"
             )
 
-    def _correct(self, ctx: DetectionContext, questions) -> list[int]:
+    def _correct(self, ctx: DetectionContext, questions, which: str) -> list[int]:
         tok = ctx.tokenizer
         prompts = [list(tok(ctx.domain.prompt(q), add_special_tokens=True)["input_ids"]) for q in questions]
         out = greedy_continuations(
-            ctx.model, prompts, self.max_new_tokens, tok.pad_token_id, tok.eos_token_id, self.batch_size
+            ctx.model,
+            prompts,
+            self.max_new_tokens,
+            tok.pad_token_id,
+            tok.eos_token_id,
+            self.batch_size,
+            progress=ctx.progress,
+            desc=f"constat: {which}",
         )
         texts = [tok.decode(ids, skip_special_tokens=True) for ids in out]
         return [int(ctx.domain.is_correct(text, q)) for text, q in zip(texts, questions)]
@@ -314,8 +321,8 @@ class ConStatDetector(Detector):
         missing = [i for i, q in enumerate(rephrased) if q is None]
         if missing:
             raise ContamlabError(f"detector=constat: {len(missing)} questions have no rephrased version")
-        original = self._correct(ctx, questions)
-        other = self._correct(ctx, rephrased)
+        original = self._correct(ctx, questions, "original")
+        other = self._correct(ctx, rephrased, "rephrased")
         return DetectorOutput(
             [float(a - b) for a, b in zip(original, other)],
             float(np.mean(original) - np.mean(other)),

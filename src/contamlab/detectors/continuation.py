@@ -30,12 +30,23 @@ from contamlab.models.padding import pad_batch
 
 @torch.no_grad()
 def greedy_continuations(
-    model, prompts: Sequence[Sequence[int]], n: int, pad_id: int, eos_id: int | None, batch_size: int = 64
+    model,
+    prompts: Sequence[Sequence[int]],
+    n: int,
+    pad_id: int,
+    eos_id: int | None,
+    batch_size: int = 64,
+    progress: bool = False,
+    desc: str = "greedy decoding",
 ) -> list[list[int]]:
-    """Greedy continuations of at most ``n`` tokens (left-padded batches), cut at the first EOS."""
+    """Greedy continuations of at most ``n`` tokens (left-padded batches), cut at the first EOS.
+
+    ``progress``: a bar over the prompts (ConStat decodes hundreds of few-shot prompts: minutes on a CPU).
+    """
     device = next(model.parameters()).device
     out: list[list[int] | None] = [None] * len(prompts)
     order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+    bar = tqdm(total=len(prompts), desc=desc, unit="prompt", disable=not progress)
     for start in range(0, len(order), batch_size):
         batch = order[start : start + batch_size]
         ids, mask = pad_batch([prompts[i] for i in batch], pad_id, left=True, device=device)  # [B, T] each
@@ -51,6 +62,8 @@ def greedy_continuations(
             if eos_id is not None and eos_id in tokens:
                 tokens = tokens[: tokens.index(eos_id)]
             out[i] = tokens
+        bar.update(len(batch))
+    bar.close()
     return out  # type: ignore[return-value]
 
 
