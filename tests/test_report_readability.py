@@ -166,15 +166,15 @@ def test_table3_unpaired_rows_compare_intervals(half_width, bold):
 
 
 def _captured(monkeypatch) -> list:
-    """Replace figures._save so that each figure is drawn and kept for inspection, then saved as before."""
-    kept, save = [], figures._save
+    """Replace figures.save_figure so that each figure is drawn and kept for inspection, then saved as before."""
+    kept, save = [], figures.save_figure
 
     def keep(fig, path):
         fig.canvas.draw()
         kept.append(fig)
         return save(fig, path)
 
-    monkeypatch.setattr(figures, "_save", keep)
+    monkeypatch.setattr(figures, "save_figure", keep)
     return kept
 
 
