@@ -79,7 +79,7 @@ def task_copy(folder: Path, data_dir: str) -> str:
     """A copy of ``gsm8k_cot`` named ``gsm8k_cot_local`` whose test split is the local file; returns its name."""
     import yaml
 
-    from contamlab.data.lm_eval_task import task_yaml
+    from contamlab.data.lm_eval import task_yaml
 
     cfg = yaml.safe_load(Path(task_yaml(TASK, None)).read_text())
     cfg.pop("tag", None)

@@ -225,7 +225,7 @@ def test_per_bin_legend_covers_no_bar_and_edge_bars_show(tmp_path, monkeypatch):
         for b in range(0, 50, 7)
     ] + [{"bin": 49, "lo": 0.98, "hi": 1.0, "n": 40, "mean_delta_plus": 0.0, "mean_delta_minus": 0.9}]
     checked = {}
-    save = figures._save
+    save = figures.save_figure
 
     def inspect(fig, path):
         fig.canvas.draw()
@@ -238,7 +238,7 @@ def test_per_bin_legend_covers_no_bar_and_edge_bars_show(tmp_path, monkeypatch):
         checked["outside"] = sum(bar.x0 < axes.x0 or bar.x1 > axes.x1 for bar in bars)
         return save(fig, path)
 
-    monkeypatch.setattr(figures, "_save", inspect)
+    monkeypatch.setattr(figures, "save_figure", inspect)
     figures.per_bin_figure(per_bin, tmp_path / "pb.png")
     assert checked == {"overlaps": 0, "outside": 0}
 

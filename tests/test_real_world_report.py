@@ -8,7 +8,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from contamlab.analysis.real_world import detection_table, detections, seed_average, write_report
-from contamlab.analysis.report import load_results
+from contamlab.analysis.results import load_results
 
 
 def _seeds(rng: np.random.Generator, shift: float, n: int = 40, seeds: int = 3) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -11,7 +11,7 @@ import logging
 import numpy as np
 import pytest
 
-from contamlab.analysis import figures, report, summary
+from contamlab.analysis import figures, report, results, summary
 from contamlab.analysis.claims import CLAIMS, NOT_TESTABLE
 from contamlab.metrics import bin_index, bootstrap_intervals, gap_metrics
 
@@ -88,8 +88,8 @@ def test_floor_row_is_never_paired_with_the_working_directory(tmp_path, monkeypa
     from contamlab.analysis.claims import paired_sappg
 
     _two_strategy_grid(tmp_path)
-    rows = report.metric_rows(report.load_results(tmp_path))
-    floor = next(r for r in rows if r["row_kind"] == report.NOISE_FLOOR)
+    rows = results.metric_rows(results.load_results(tmp_path))
+    floor = next(r for r in rows if r["row_kind"] == results.NOISE_FLOOR)
     monkeypatch.chdir(tmp_path / "0_identity")  # a per_question.csv right here
     assert paired_sappg(floor, rows[0]) is None
 
@@ -131,7 +131,7 @@ def test_table3_bold_needs_a_paired_interval_above_zero(tmp_path):
         root = tmp_path / name
         _job(root, "0_identity", {"name": "identity"}, IDENTITY)
         _job(root, "1_railcap", RAILCAP, readouts)
-        rows = report._label_rows(report.metric_rows(report.load_results(root)))
+        rows = results.label_rows(results.metric_rows(results.load_results(root)))
         railcap = next(r for r in rows if r["strategy_name"] == "railcap")
         identity = next(r for r in rows if r["strategy_name"] == "identity")
         assert railcap["all/sa_ppg"] < identity["all/sa_ppg"]
@@ -166,15 +166,15 @@ def test_table3_unpaired_rows_compare_intervals(half_width, bold):
 
 
 def _captured(monkeypatch) -> list:
-    """Replace figures._save so that each figure is drawn and kept for inspection, then saved as before."""
-    kept, save = [], figures._save
+    """Replace figures.save_figure so that each figure is drawn and kept for inspection, then saved as before."""
+    kept, save = [], figures.save_figure
 
     def keep(fig, path):
         fig.canvas.draw()
         kept.append(fig)
         return save(fig, path)
 
-    monkeypatch.setattr(figures, "_save", keep)
+    monkeypatch.setattr(figures, "save_figure", keep)
     return kept
 
 

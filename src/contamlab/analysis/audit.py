@@ -308,7 +308,7 @@ def _trust(g: dict[str, list[int]]) -> str:
 # -- figures --------------------------------------------------------------------------------------------------------
 def benbench_order_figure(audits: Sequence[dict[str, Any]], path: str | Path) -> Path | None:
     """BenBench's leaderboard picture: models ordered by δ_train-test (n-gram accuracy and perplexity)."""
-    from contamlab.analysis.figures import _save, plt
+    from contamlab.analysis.figures import plt, save_figure
 
     points = []
     for r in audits:
@@ -334,12 +334,12 @@ def benbench_order_figure(audits: Sequence[dict[str, Any]], path: str | Path) ->
         ax.set_xlabel("points (positive: the train split favoured)")
     axes[0].set_yticks(range(len(points)), [p[0] for p in points])
     axes[0].invert_yaxis()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def codec_figure(audits: Sequence[dict[str, Any]], path: str | Path) -> Path | None:
     """CoDeC's dataset scores with intervals against its bands (0.6, 0.8) and each audit's best reference."""
-    from contamlab.analysis.figures import _save, plt
+    from contamlab.analysis.figures import plt, save_figure
 
     points = []
     for r in audits:
@@ -363,7 +363,7 @@ def codec_figure(audits: Sequence[dict[str, Any]], path: str | Path) -> Path | N
     ax.set_xlim(0, 1)
     ax.set_xlabel("CoDeC score (| best reference, grey bar: the 20-point margin)")
     ax.legend(loc="upper left", fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def audit_sections(results: Sequence[tuple[Path, dict[str, Any]]], root: Path) -> list[str]:

@@ -65,7 +65,7 @@ class Setting:
 
     Attributes:
         main: The main-table rows (every strategy at its main setting, All-Zero and the noise floor), as
-            :func:`contamlab.analysis.report.metric_rows` gives them (with ``job`` directories).
+            :func:`contamlab.analysis.results.metric_rows` gives them (with ``job`` directories).
         railcap: The RailCap rows (the Table 4 ablation).
         figure1: The ``figure1`` block of the setting's identity job, if it ran.
         stability: The ``stability`` block (Figure 2), if it ran.
@@ -396,7 +396,7 @@ def claims(
 
     Args:
         main: The setting's main-table rows (every strategy at its main setting, All-Zero and the noise floor), as
-            :func:`contamlab.analysis.report.metric_rows` gives them (with ``job`` directories).
+            :func:`contamlab.analysis.results.metric_rows` gives them (with ``job`` directories).
         railcap: The setting's RailCap rows (the Table 4 ablation).
         figure1: The ``figure1`` block of the setting's identity job, if it ran.
         stability: The ``stability`` block (Figure 2), if it ran.

@@ -6,6 +6,7 @@
 - :func:`figure2`: Figure 2: two independent sampling batches of the clean model, r⁰¹ (m = 1) vs r̂ (m samples).
 - :func:`strategy_figure`: Table 1 as a picture: G-AP vs SA-PPG per strategy with bootstrap intervals.
 - :func:`ablation_figure`: Table 4 as a picture: S-Δ⁺ and S-Δ⁻ of RailCap against n.
+- :func:`save_figure`: how every figure is written (the audit's too).
 
 Every number drawn says what it is (an axis label, a legend entry, or a title naming it): a figure lifted out of its
 report still reads on its own.
@@ -30,7 +31,12 @@ def _num(value: Any, default: float = np.nan) -> float:
     return default if value is None else float(value)
 
 
-def _save(fig, path: str | Path) -> Path:
+def save_figure(fig: plt.Figure, path: str | Path) -> Path:
+    """Lay out ``fig``, write it to ``path`` as a PNG and close it; returns ``path``.
+
+    Every figure of the report goes through here (those of :mod:`.audit` too), so that they share one resolution
+    and one atomic write.
+    """
     fig.tight_layout()
     try:
         with atomic_path(path) as tmp:  # a killed run never leaves half a PNG
@@ -65,7 +71,7 @@ def per_bin_figure(per_bin: Sequence[dict[str, Any]], path: str | Path, title: s
     ax.set_title(f"{title or 'per-bin gaps'}\n{COUNTS_NOTE}", fontsize=9, pad=22)
     # Above the axes, under the title: inside, it covered the largest bars (Δ⁻ grows with the clean probability).
     ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def figure1(
@@ -108,7 +114,7 @@ def figure1(
         hist.set_ylabel("divergence steps")
     if title:
         fig.suptitle(title, fontsize=10)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def figure2(correct_a: np.ndarray, correct_b: np.ndarray, path: str | Path, title: str = "") -> Path:
@@ -129,7 +135,7 @@ def figure2(correct_a: np.ndarray, correct_b: np.ndarray, path: str | Path, titl
         ax.legend(fontsize=7)
     if title:
         fig.suptitle(title, fontsize=10)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def strategy_figure(rows: Sequence[dict[str, Any]], path: str | Path, title: str = "") -> Path:
@@ -147,7 +153,7 @@ def strategy_figure(rows: Sequence[dict[str, Any]], path: str | Path, title: str
     ax.set_ylabel("gap (lower = better restoration)")
     ax.set_title(title or "G-AP vs SA-PPG", fontsize=9)
     ax.legend(fontsize=7, title="whiskers: 95% bootstrap interval", title_fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def ablation_figure(rows: Sequence[dict[str, Any]], path: str | Path, title: str = "") -> Path:
@@ -167,7 +173,7 @@ def ablation_figure(rows: Sequence[dict[str, Any]], path: str | Path, title: str
     ax.set_ylabel("stratified gap (lower = better)")
     ax.set_title(title or "RailCap ablation", fontsize=9)
     ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def roc_panels(
@@ -202,4 +208,4 @@ def roc_panels(
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)

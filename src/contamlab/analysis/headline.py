@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from contamlab.analysis.report import FLOOR, FLOOR_LABEL, is_main_row, load_results, metric_rows, strategy_order
+from contamlab.analysis.results import FLOOR, FLOOR_LABEL, is_main_row, load_results, metric_rows, strategy_order
 
 HOW_TO_READ = """\
 How to read it (docs/methods/metrics.md): SA-PPG is the mean per-question distance between the clean model's solve
@@ -22,7 +22,7 @@ leaked from unleaked questions: 0.5 is chance, 1.0 perfect; the clean model is t
 def headline_table(sweep_dir: str | Path) -> str:
     """SA-PPG [95 % CI], G-AP, Δ⁺ and Δ⁻ per strategy plus the noise floor, and the detector's AUROCs.
 
-    The rows are the report's main table (:func:`contamlab.analysis.report.metric_rows`): a job repeated across
+    The rows are the report's main table (:func:`contamlab.analysis.results.metric_rows`): a job repeated across
     sweeps counts once, and RailCap's ablation variants stay out (Table 4 of the report has them), so a whole
     ``make reproduce-real`` tree gives one row per strategy. One block per (model, domain).
     """

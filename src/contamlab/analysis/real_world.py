@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from contamlab.analysis.audit import audit_results, error_rate_table, meta_audit, target_label, timing_table
-from contamlab.analysis.report import load_results
+from contamlab.analysis.results import load_results
 from contamlab.io import atomic_write_text
 from contamlab.metrics.roc import auroc_draws, roc_metrics
 

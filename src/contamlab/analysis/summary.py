@@ -32,7 +32,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from contamlab.analysis.report import JOB, STRATEGY_ORDER, load_results, metric_rows, write_report
+from contamlab.analysis.report import write_report
+from contamlab.analysis.results import JOB, STRATEGY_ORDER, load_results, metric_rows
 from contamlab.io import atomic_write_text
 
 log = logging.getLogger("contamlab")

@@ -1,163 +1,45 @@
-r"""An lm-evaluation-harness task as a domain: its items, few-shot prompts, targets and answer filter, from lm-eval.
+"""The domain adapter: an lm-eval task's documents as contamlab's items, its prompts, targets and checker.
 
-``domain=lm_eval domain.task=<name>`` reads a task of the installed ``lm-eval`` (``pip install 'contamlab[lm-eval]'``)
-and follows the harness's own protocol (``lm_eval.evaluator.simple_evaluate`` of lm-eval 0.4.13) with lm-eval's
-objects, not a copy of them:
-
-- the task is its YAML loaded as ``TaskManager`` loads it, with the task's dataset replaced by local files when
-  ``domain.data_files`` names them (or a known local copy exists: GSM8K's under ``CONTAMLAB_DATA_DIR``);
-- the prompts are the contexts of ``task.build_all_requests()`` after ``num_fewshot`` is set as ``--num_fewshot``
-  sets it and the few-shot sampler is seeded as ``--seed`` seeds it (1234 by default);
-- a response is cut at the task's ``until`` strings (``postprocess_generated_text``), passed through one of the
-  task's filter ensembles (``strict-match``, ``flexible-extract`` …) and judged by ``task.process_results``: correct
-  when the task's metric (``exact_match`` …) gives 1.
-
-An item's text is the task's rendering of it (``doc_to_text``) split into a constant frame and the item's own field
-when every document renders that way (GSM8K-CoT: ``Q: `` + the question + ``\nA:``), so that the question reads as
-the benchmark's question and the frame becomes the prompt format; otherwise the whole rendering is the question.
-The training target is the text a few-shot example puts after it (target delimiter + ``doc_to_target``).
-
-``generate_until`` tasks serve every job. ``multiple_choice`` tasks serve detection and the audit: an item is the
-question with its options (``A. …``), its solution the correct option, its answer that option's letter. The harness
-scores them by the log-likelihood of each option, not by a generated answer, so they have no solve probability:
-a prompt or a check of a response stops with a one-line error (an audit runs with ``audit.mitigate=[]``).
+The package's docstring (:mod:`contamlab.data.lm_eval`) says what the domain takes from the task and how.
 """
 
 from __future__ import annotations
 
-import difflib
 import hashlib
-import importlib.util
 import logging
-import numbers
-import os
-import re
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from contamlab.data.checkers import LETTERS, with_options
 from contamlab.data.domain import Domain
+from contamlab.data.lm_eval.compat import (
+    fewshot_target,
+    lm_eval_version,
+    load_yaml,
+    require_lm_eval,
+    templates_compiled_once,
+)
+from contamlab.data.lm_eval.grading import choose, filter_names, grade
+from contamlab.data.lm_eval.local_data import file_overrides, local_files, needed_splits
+from contamlab.data.lm_eval.tasks import OUTPUT_TYPES, check_task, task_yaml
 from contamlab.data.prompts import PromptFormat
 from contamlab.data.question import Question
 from contamlab.errors import ContamlabError
 from contamlab.io import content_hash
 
-__all__ = ["LOCAL_COPIES", "LmEvalDomain", "task_yaml"]
+__all__ = ["FEWSHOT_SEED", "LmEvalDomain"]
 
 log = logging.getLogger("contamlab")
 
-INSTALL_HINT = "pip install 'contamlab[lm-eval]'"
 #: lm-eval's default seed of the few-shot sampler (``lm_eval.defaults.DEFAULT_OTHER_SEED``, ``--seed``'s fourth).
 FEWSHOT_SEED = 1234
-#: Local copies of task datasets under ``CONTAMLAB_DATA_DIR``, by ``(dataset_path, dataset_name)``: used when
-#: ``domain.data_files`` is null, so that every GSM8K task (gsm8k, gsm8k_cot, gsm8k_cot_zeroshot …) runs offline.
-LOCAL_COPIES: dict[tuple[str, str | None], dict[str, str]] = {
-    ("openai/gsm8k", "main"): {"train": "gsm8k/train.jsonl", "test": "gsm8k/test.jsonl"},
-}
-#: ``datasets`` builders of local data files, by suffix.
-_BUILDERS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
-_OUTPUT_TYPES = ("generate_until", "multiple_choice")
-# A task name as a YAML file states it (only for suggestions: the lookup itself parses the YAML).
-_TASK_LINE = re.compile(rb"^task:\s*['\"]?([\w.\-]+)", re.MULTILINE)
-
-
-def _require_lm_eval() -> None:
-    if importlib.util.find_spec("lm_eval") is None:
-        raise ContamlabError(f"domain=lm_eval needs lm-evaluation-harness, which is not installed: {INSTALL_HINT}")
 
 
 def _one_line(err: BaseException) -> str:
     first = (str(err).strip().splitlines() or [""])[0]
     return f"{type(err).__name__}: {first[:200]}"
-
-
-# lm-eval renders every template with ``env.from_string(template).render(doc)`` (lm_eval.utils.apply_template), which
-# compiles the template anew for each document: 2-3 ms a template, 30 s for GSM8K-CoT's 8-shot prompts on a 2-core
-# CPU, and a check of a response compiles doc_to_target again. A compiled template renders the same text, so the
-# templates are compiled once per process while contamlab calls lm-eval.
-_COMPILED: dict[str, Any] = {}
-
-
-@contextmanager
-def _templates_compiled_once() -> Iterator[None]:
-    from lm_eval import utils
-
-    env = utils.env
-    if "from_string" in vars(env):  # already inside (a nested call)
-        yield
-        return
-    compile_template = env.from_string
-
-    def from_string(source: Any, *args: Any, **kwargs: Any) -> Any:
-        if args or kwargs or not isinstance(source, str):
-            return compile_template(source, *args, **kwargs)
-        if source not in _COMPILED:
-            _COMPILED[source] = compile_template(source)
-        return _COMPILED[source]
-
-    env.from_string = from_string
-    try:
-        yield
-    finally:
-        del env.from_string  # the Environment's own method again
-
-
-def _roots(include_path: str | Sequence[str] | None) -> list[Path]:
-    """The folders of task YAMLs by lm-eval's precedence: the last ``include_path`` first, the built-in tasks last."""
-    import lm_eval
-
-    extra = [include_path] if isinstance(include_path, str) else list(include_path or [])
-    return [*(Path(p).expanduser() for p in reversed(extra)), Path(lm_eval.__file__).parent / "tasks"]
-
-
-def _yaml_files(root: Path) -> list[Path]:
-    """A folder's task YAMLs in the order of lm-eval's task index (``TaskIndex._iter_yaml_files``)."""
-    if not root.is_dir():
-        raise ContamlabError(f"domain.include_path={root}: folder not found")
-    found = (p for p in root.glob("**/*.yaml") if not {"__pycache__", ".ipynb_checkpoints"} & set(p.parts))
-    return sorted(found, key=lambda p: p.as_posix())
-
-
-def task_yaml(name: str, include_path: str | Sequence[str] | None = None) -> Path:
-    """The YAML file that defines lm-eval task ``name``, chosen as lm-eval's task index chooses it.
-
-    ``TaskManager()`` parses all 14,000 YAML files of the installed tasks before it loads one (10-20 s on a 2-core
-    CPU). A task's file states its name (``task: <name>``), so only the files that hold the name are parsed, in the
-    index's order: the ``include_path`` folders first (lm-eval lets them override the built-in tasks), each folder's
-    files sorted by path, the first definition kept.
-
-    Raises:
-        ContamlabError: No task of that name (with the closest names), or ``name`` is a group or a tag.
-    """
-    from lm_eval.tasks._yaml_loader import load_yaml
-
-    wanted, other = name.encode(), None
-    roots = _roots(include_path)
-    for root in roots:
-        for path in _yaml_files(root):
-            if wanted not in path.read_bytes():
-                continue
-            try:
-                cfg = load_yaml(path, resolve_func=False)
-            except Exception:  # the index skips a file it cannot parse, and so does this lookup
-                continue
-            if "class" in cfg or "group" not in cfg:
-                if cfg.get("task") == name:
-                    return path
-                tags = cfg.get("tag") or []
-                if name in ([tags] if isinstance(tags, str) else tags):
-                    other = other or "a tag of several lm-eval tasks"
-            elif cfg.get("group") == name:
-                other = other or f"a group of lm-eval tasks ({path})"
-    if other:
-        raise ContamlabError(f"domain.task={name}: {other}; give one of its tasks")
-    names = {n.decode() for root in roots for p in _yaml_files(root) for n in _TASK_LINE.findall(p.read_bytes())}
-    close = difflib.get_close_matches(name, sorted(names), n=3)
-    hint = f" (did you mean {', '.join(close)}?)" if close else ""
-    raise ContamlabError(f"domain.task={name}: no such lm-eval task{hint}; `lm_eval ls tasks` lists them")
 
 
 class LmEvalDomain(Domain):
@@ -168,8 +50,8 @@ class LmEvalDomain(Domain):
         data_files: Local copies of the task's dataset, ``{split: file}`` with the split names the task uses
             (``test``, ``train``, ``validation``), each a ``.jsonl``, ``.json``, ``.csv`` or ``.parquet`` file of the
             dataset's own fields; relative paths resolve under ``data_dir``. None: a known local copy
-            (:data:`LOCAL_COPIES`), else the hub. Splits the task names but the files lack are left out, except the
-            one it evaluates and the one its few-shot examples come from.
+            (:data:`~contamlab.data.lm_eval.local_data.LOCAL_COPIES`), else the hub. Splits the task names but the
+            files lack are left out, except the one it evaluates and the one its few-shot examples come from.
         data_dir: Root of relative paths and of the known local copies (None = ``CONTAMLAB_DATA_DIR``).
         include_path: A folder (or list) of your own task YAMLs, as ``lm_eval --include_path``.
         num_fewshot: Few-shot examples per prompt, as ``lm_eval --num_fewshot`` (None = the task's own; a task that
@@ -199,19 +81,19 @@ class LmEvalDomain(Domain):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        _require_lm_eval()
+        require_lm_eval()
         self.task_name = str(task)
         self.data_dir = data_dir
         self.include_path = include_path
         self.fewshot_seed = int(fewshot_seed)
         if num_fewshot is not None and int(num_fewshot) < 0:
             raise ContamlabError(f"domain.num_fewshot={num_fewshot}: must be >= 0, or null for the task's own")
-        with _templates_compiled_once():
+        with templates_compiled_once():
             self.task = self._load_task(data_files, num_fewshot)
-            self._check_task()
-            # the task's filter ensembles, built from its filter_list by lm-eval; apply_filters applies each of them
-            self.filter_name = self._choose("filter", filter, [f.name for f in self.task._filters])
-            self.metric_name = self._choose("metric", metric, list(self.task.aggregation()))
+            check_task(self.task, self.task_name)
+            self.generative = self.task.OUTPUT_TYPE == "generate_until"
+            self.filter_name = choose("filter", filter, filter_names(self.task), self.task_name)
+            self.metric_name = choose("metric", metric, list(self.task.aggregation()), self.task_name)
             self._read_docs()
         until = self.task.config.generation_kwargs.get("until") if self.generative else None
         until = [until] if isinstance(until, str) else list(until or [])
@@ -236,22 +118,21 @@ class LmEvalDomain(Domain):
     # -- loading the task ------------------------------------------------------------------------------------------
     def _load_task(self, data_files: Mapping[str, str] | None, num_fewshot: int | None) -> Any:
         from lm_eval.tasks import TaskManager
-        from lm_eval.tasks._yaml_loader import load_yaml
 
         path = task_yaml(self.task_name, self.include_path)
         cfg = load_yaml(path, resolve_func=True)  # includes and !function resolved, as TaskManager reads it
-        if cfg.get("output_type", "generate_until") not in _OUTPUT_TYPES:
+        if cfg.get("output_type", "generate_until") not in OUTPUT_TYPES:
             raise ContamlabError(
                 f"domain.task={self.task_name}: an lm-eval {cfg['output_type']} task; contamlab reads "
-                f"{' and '.join(_OUTPUT_TYPES)} tasks (questions with answers)"
+                f"{' and '.join(OUTPUT_TYPES)} tasks (questions with answers)"
             )
         shots = cfg.get("num_fewshot")
         # simple_evaluate: --num_fewshot overrides the task's value, except a 0 the task sets itself; none is 0
         self.num_fewshot = int(shots or 0) if num_fewshot is None or shots == 0 else int(num_fewshot)
-        self.data_files = self._local_files(cfg, data_files)
+        self.data_files = local_files(cfg, data_files, self.data_dir)
         overrides: dict[str, Any] = {"num_fewshot": self.num_fewshot}
         if self.data_files:
-            overrides |= self._file_overrides(cfg, self.data_files)
+            overrides |= file_overrides(cfg, self.data_files, self.num_fewshot, self.task_name)
         try:
             return TaskManager(include_defaults=False).load({**cfg, **overrides})["tasks"][self.task_name]
         except ContamlabError:
@@ -263,89 +144,13 @@ class LmEvalDomain(Domain):
                     f"lm-eval task {self.task_name} could not read its local files ({files}): {_one_line(err)}"
                 ) from None
             dataset = f"{cfg.get('dataset_path')}" + (f" ({cfg['dataset_name']})" if cfg.get("dataset_name") else "")
-            splits = ", ".join(f"{s}: <file>" for s in self._needed_splits(cfg))
+            splits = ", ".join(f"{s}: <file>" for s in needed_splits(cfg, self.num_fewshot))
             raise ContamlabError(
                 f"lm-eval task {self.task_name} could not load its dataset {dataset} from the Hugging Face hub or its "
                 f"cache ({_one_line(err)}); offline, give local copies of its splits: domain.data_files='{{{splits}}}' "
                 "(.jsonl, .json, .csv or .parquet files of the dataset's fields; relative paths under "
                 "CONTAMLAB_DATA_DIR)"
             ) from None
-
-    def _local_files(self, cfg: dict, data_files: Mapping[str, str] | None) -> dict[str, str]:
-        root = self.data_dir or os.environ.get("CONTAMLAB_DATA_DIR")
-        if data_files is None:
-            known = LOCAL_COPIES.get((str(cfg.get("dataset_path")), cfg.get("dataset_name")))
-            if not known or not root or not all((Path(root) / f).is_file() for f in known.values()):
-                return {}
-            data_files = known
-        resolved = {}
-        for split, file in dict(data_files).items():
-            path = Path(os.path.expanduser(str(file)))
-            if not path.is_absolute() and root:
-                path = Path(root) / path
-            if not path.is_file():
-                raise ContamlabError(f"domain.data_files.{split}={file}: file not found ({path})")
-            resolved[str(split)] = str(path)
-        return resolved
-
-    def _file_overrides(self, cfg: dict, files: dict[str, str]) -> dict[str, Any]:
-        """The task's dataset as ``datasets`` builds it from local files, and the task's splits that they lack."""
-        builders = {_BUILDERS.get(Path(f).suffix.lower()) for f in files.values()}
-        if None in builders or len(builders) != 1:
-            raise ContamlabError(
-                f"domain.data_files: give files of one format, .jsonl/.json, .csv or .parquet (got "
-                f"{', '.join(Path(f).name for f in files.values())})"
-            )
-        evaluated = cfg.get("test_split") or cfg.get("validation_split")
-        for split in self._needed_splits(cfg):
-            if split not in files:
-                why = "evaluates" if split == evaluated else f"draws its {self.num_fewshot} few-shot examples from"
-                raise ContamlabError(
-                    f"domain.data_files: lm-eval task {self.task_name} {why} its {split!r} split; give "
-                    f"domain.data_files.{split}" + ("" if split == evaluated else " (or domain.num_fewshot=0)")
-                )
-        overrides: dict[str, Any] = {
-            "dataset_path": builders.pop(),
-            "dataset_name": None,
-            "dataset_kwargs": {"data_files": {split: [file] for split, file in files.items()}},
-        }
-        for key in ("training_split", "validation_split", "test_split"):
-            if cfg.get(key) and cfg[key] not in files:  # a split it never reads here: none to load
-                overrides[key] = None
-        return overrides
-
-    def _needed_splits(self, cfg: dict) -> list[str]:
-        """The splits local files must hold: the one the task evaluates, and the few-shot examples' if it draws some."""
-        source = _fewshot_source(cfg) if self.num_fewshot > 0 else None
-        return list(dict.fromkeys(s for s in (cfg.get("test_split") or cfg.get("validation_split"), source) if s))
-
-    def _check_task(self) -> None:
-        from lm_eval.api.task import ConfigurableTask
-
-        task, name = self.task, self.task_name
-        if not isinstance(task, ConfigurableTask):
-            raise ContamlabError(
-                f"domain.task={name}: a Python-class lm-eval task; contamlab reads YAML-configured ones"
-            )
-        self.generative = task.OUTPUT_TYPE == "generate_until"
-        if task.config.unsafe_code:
-            raise ContamlabError(f"domain.task={name}: the task runs the model's code to score it; contamlab does not")
-        if task.multiple_input:
-            raise ContamlabError(f"domain.task={name}: one context per choice (Winogrande-style) is not supported")
-        if (task.config.repeats or 1) > 1:
-            raise ContamlabError(
-                f"domain.task={name}: the task votes over {task.config.repeats} responses per question; contamlab "
-                "judges each response alone (use the task without repeats)"
-            )
-
-    def _choose(self, what: str, value: str | None, options: list[str]) -> str:
-        if not options:
-            raise ContamlabError(f"lm-eval task {self.task_name} has no {what}")
-        if value is None:
-            return options[0]
-        if value not in options:
-            raise ContamlabError(f"domain.{what}={value}: lm-eval task {self.task_name} has {', '.join(options)}")
-        return value
 
     # -- the items ---------------------------------------------------------------------------------------------------
     def _read_docs(self) -> None:
@@ -389,18 +194,9 @@ class LmEvalDomain(Domain):
 
     def _question(self, qid: str, doc: dict, text: str) -> tuple[Question, str]:
         """The item of a document and its training target (the text a few-shot example puts after the question)."""
-        task, shots = self.task, self.task.fewshot_cfg
+        task = self.task
         choices = task.doc_to_choice(doc) if task.config.doc_to_choice is not None else None
-        # the target as a few-shot example renders it (ConfigurableTask.fewshot_context)
-        turn = task.build_qa_turn(
-            q=text,
-            c=task.doc_to_choice(doc, shots.doc_to_choice) if shots.doc_to_choice else choices,
-            a=task.doc_to_target(doc, shots.doc_to_target),
-            gen_prefix=task.resolve_field(doc, shots.gen_prefix),
-            tgt_delim=shots.target_delimiter,
-            few_delim="",
-        )
-        target = "".join(m.to_text() for m in turn)[len(text) :]
+        target = fewshot_target(task, doc, text, choices)
         gold = task.doc_to_target(doc)
         gold = gold[0] if isinstance(gold, list) else gold
         shown = doc[self._field] if self._field else text
@@ -463,7 +259,7 @@ class LmEvalDomain(Domain):
         """
         if not self.generative:
             raise self._no_solve_probability()
-        with _templates_compiled_once():
+        with templates_compiled_once():
             self.task.set_fewshot_seed(seed=self.fewshot_seed)  # the sampler draws in document order
             self.task.build_all_requests(limit=self.max_test)
         ids = [q.id for q in self._test]
@@ -520,9 +316,6 @@ class LmEvalDomain(Domain):
             ContamlabError: A multiple_choice task, an item that is not the task's, an unknown filter, or a metric
                 that gives other values than 0 and 1.
         """
-        from lm_eval.api.instance import Instance
-        from lm_eval.models.utils import postprocess_generated_text
-
         if not self.generative:
             raise self._no_solve_probability()
         item = self._item(question)
@@ -531,22 +324,8 @@ class LmEvalDomain(Domain):
                 f"item {question.id} is not a document of lm-eval task {self.task_name}: the task's filters cannot "
                 "judge it"
             )
-        name = self._choose("filter", filter or self.filter_name, [f.name for f in self.task._filters])
-        ensemble = next(f for f in self.task._filters if f.name == name)
-        doc = item[0]
-        gen_kwargs = dict(self.task.config.generation_kwargs)
-        instance = Instance("generate_until", doc, ("", gen_kwargs), 0, (self.task_name, 0, 1))
-        instance.resps = [postprocess_generated_text(response, list(self.until), None)]
-        ensemble.apply([instance])
-        extracted = instance.filtered_resps[name]
-        with _templates_compiled_once():
-            value = self.task.process_results(doc, [extracted]).get(self.metric_name)
-        if isinstance(value, numbers.Real) and value in (0, 1):  # bools and numpy floats too
-            return extracted, bool(value)
-        raise ContamlabError(
-            f"domain.metric={self.metric_name}: lm-eval task {self.task_name} gives {value!r}, not 0 or 1, for "
-            f"{question.id}; choose a metric that says right or wrong"
-        )
+        name = choose("filter", filter or self.filter_name, filter_names(self.task), self.task_name)
+        return grade(self.task, self.task_name, item[0], response, self.until, name, self.metric_name, question.id)
 
     def is_correct(self, response: str, question: Question) -> bool:
         """Whether the task's filter and metric count a response correct (:meth:`graded`)."""
@@ -569,8 +348,6 @@ class LmEvalDomain(Domain):
         The test data and the test prompts are ``test_data``: the base and clean stages never see them (the model
         store leaves that key out of their keys), the sample cache keys on it.
         """
-        from lm_eval import __version__
-
         files = self._file_digests
         dataset = files or {"dataset": self.task.config.dataset_path, "name": self.task.config.dataset_name}
         prompts = [self.prompt(q) for q in self.test] if self.generative else []
@@ -578,7 +355,7 @@ class LmEvalDomain(Domain):
             **super().fingerprint(),
             "test_data": {"data": dataset, "prompts": content_hash(prompts)},
             "lm_eval": {
-                "version": __version__,
+                "version": lm_eval_version(),
                 "task": self.task_name,
                 "task_version": (self.task.config.metadata or {}).get("version"),
                 "num_fewshot": self.num_fewshot,
@@ -589,16 +366,6 @@ class LmEvalDomain(Domain):
                 "train_data": files.get(self.train_split or ""),
             },
         }
-
-
-def _fewshot_source(cfg: dict) -> str | None:
-    """The split the harness draws few-shot examples from (ConfigurableTask.fewshot_docs); None: the task's list."""
-    shots = cfg.get("fewshot_config") or {}
-    if shots.get("split") or cfg.get("fewshot_split"):
-        return shots.get("split") or cfg.get("fewshot_split")
-    if shots.get("samples") is not None:
-        return None
-    return cfg.get("training_split") or cfg.get("validation_split") or cfg.get("test_split")
 
 
 def _frame(task: Any, docs: list[dict], texts: list[str]) -> tuple[str, str, str] | None:
