@@ -112,7 +112,7 @@ def _audit(tmp, out, cache, *extra):
     return cfg
 
 
-def test_the_calibrated_audit_measures_null_and_power_and_a_rerun_trains_nothing(trained, tmp_path, monkeypatch):
+def test_the_error_rate_audit_measures_null_and_power_and_a_rerun_trains_nothing(trained, tmp_path, monkeypatch):
     from contamlab.audit import error_rates
     from contamlab.jobs import audit
     from contamlab.models.store import read_training_texts
@@ -200,7 +200,7 @@ def test_a_partial_dose_trains_on_its_share_of_the_benchmark_side_and_reads_the_
     assert trained[2].leaked != trained[3].leaked  # each twin seed draws its own share
 
 
-def test_the_calibration_table_counts_verdicts_against_the_truth():
+def test_the_error_rate_table_counts_verdicts_against_the_truth():
     from contamlab.analysis.audit import error_rate_table
 
     def audit(contaminated, flagged, underpowered=False):

@@ -28,6 +28,7 @@ from contamlab.detectors.base import Detector, DetectorOutput
 from contamlab.errors import ContamlabError
 from contamlab.io import atomic_write_text
 from contamlab.metrics.roc import auroc_interval, roc_metrics, roc_points, too_few_items
+from contamlab.models.store import ModelStore
 from contamlab.scoring import score_model
 from contamlab.tracking import tracking_run
 
@@ -37,7 +38,12 @@ SCORED = ("contaminated", "clean")
 
 
 def run_detection(
-    cfg: DictConfig, domain: Domain, detector: Detector, out_dir: Path, progress: bool = True
+    cfg: DictConfig,
+    domain: Domain,
+    detector: Detector,
+    out_dir: Path,
+    progress: bool = True,
+    store: ModelStore | None = None,
 ) -> dict[str, Any]:
     """Score both models, evaluate leaked vs unleaked, write ``detection_per_question.csv`` and log to W&B.
 
@@ -55,7 +61,7 @@ def run_detection(
         log.warning("%s on %s: %s; the scores are written, no AUROC is reported", detector.name, domain.name, too_few)
     results: dict[str, Any] = {"detector": detector.params()}
     outputs: dict[str, DetectorOutput] = {}
-    store = model_store(cfg)
+    store = store or model_store(cfg)  # the job's, when it has one
     for stage in SCORED:
         source = store.model_source(domain, stage)
         output, wall, cached = score_model(cfg, domain, detector, source, stage, progress, store)
@@ -90,7 +96,7 @@ def run_detection(
             ", cached" if cached else "",
         )
     if detector.compares_models:
-        results["comparison"] = _compare(cfg, domain, detector, outputs, progress)
+        results["comparison"] = _compare(cfg, domain, detector, outputs, progress, store)
     results["counts"] = {
         "questions": len(domain.test),
         "leaked": int(leaked.sum()),
@@ -109,7 +115,12 @@ def run_detection(
 
 
 def _compare(
-    cfg: DictConfig, domain: Domain, detector: Detector, outputs: dict[str, DetectorOutput], progress: bool
+    cfg: DictConfig,
+    domain: Domain,
+    detector: Detector,
+    outputs: dict[str, DetectorOutput],
+    progress: bool,
+    store: ModelStore,
 ) -> dict[str, Any]:
     """A model-comparison detector's test (ConStat): the contaminated model against the clean one and any others.
 
@@ -118,7 +129,7 @@ def _compare(
     """
     references = [outputs["clean"]]
     for source in detector.reference_models():
-        references.append(score_model(cfg, domain, detector, str(source), "clean", progress)[0])
+        references.append(score_model(cfg, domain, detector, str(source), "clean", progress, store)[0])
     out = detector.compare(outputs["contaminated"], references)
     truth = outputs["clean"].extra.get("score_original")
     low, high = out["estimated_clean_ci"]

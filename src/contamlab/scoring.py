@@ -115,7 +115,7 @@ def _context(
         cache_dir=str(Path(cfg.paths.cache_dir) / "detect") if cfg.paths.get("cache_dir") else None,
         model_key=store.identity(source),
         samples=lambda: sample_model(
-            sampling_setup(cfg), store, domain, source, Strategy(), role, progress, label=stage
+            sampling_setup(cfg, store), store, domain, source, Strategy(), role, progress, label=stage
         ),
         lineage=lambda: _lineage(store, domain, source, stage),
         progress=progress,

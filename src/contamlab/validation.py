@@ -28,8 +28,8 @@ Check = Callable[[Any], bool]
 _HYDRA_KEYS = {"_target_", "_partial_", "_convert_", "_recursive_", "_args_"}
 # Parameters the entry points pass to a sampler factory themselves (decoding/sampler.py, decoding/vllm_sampler.py).
 _CALL_ARGS = {"sampler": {"model", "tokenizer", "stop", "max_new_tokens"}}
-# Keys of a group that the job reads itself and removes before building the target (evaluation.py); a new one must
-# be listed here, with a rule below.
+# Keys of a group that the job reads itself and removes before building the target (config.sampling_setup); a new one
+# must be listed here, with a rule below.
 _JOB_KEYS = {"sampler": {"common_noise"}}
 
 

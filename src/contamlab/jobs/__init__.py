@@ -1,6 +1,6 @@
-"""Jobs: train, evaluate, detect; the only code that reads the Hydra config.
+"""Jobs: the entry points of ``train.py``, ``evaluate.py`` and ``audit.py``, one ``run(cfg)`` each.
 
-:mod:`.common` turns the config into a :class:`~contamlab.models.store.ModelStore` and a
-:class:`~contamlab.decoding.pipeline.SamplingSetup`. Called by ``train.py`` / ``evaluate.py`` through
-:func:`contamlab.config.run_safely`; imports every layer below.
+A job composes the services (:mod:`contamlab.stages`, :mod:`contamlab.scoring`, :mod:`contamlab.detection`, the
+:mod:`contamlab.audit` package) and writes what they return; no job imports another. Called through
+:func:`contamlab.config.run_safely`, which validates the config first.
 """

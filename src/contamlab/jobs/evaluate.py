@@ -87,7 +87,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     strategy = build(cfg.strategy, "strategy")
     out_dir = Path(cfg.paths.output_dir)
     started = time.perf_counter()
-    store, setup = model_store(cfg), sampling_setup(cfg)
+    store = model_store(cfg)
+    setup = sampling_setup(cfg, store)
     clean_src = store.model_source(domain, "clean")
     cont_src = store.model_source(domain, "contaminated")
     seed, shared = int(cfg.seed), common_noise(cfg)
@@ -138,7 +139,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         }
     phases["floor"], mark = round(time.perf_counter() - mark, 3), time.perf_counter()
     if detector is not None:
-        results["detection"] = _detect(cfg, domain, detector, out_dir, progress)
+        results["detection"] = _detect(cfg, domain, detector, out_dir, progress, store)
         phases["detection"], mark = round(time.perf_counter() - mark, 3), time.perf_counter()
     sampled = JobSamples(clean_greedy, clean, clean_2, cont, leaked)
     figures = _analyses(cfg, store, domain, results, sampled, out_dir, progress)
@@ -267,11 +268,13 @@ def _log_wandb(cfg, results, out_dir, figures=None) -> None:
 
 
 # -- detection -----------------------------------------------------------------------------------------------------
-def _detect(cfg: DictConfig, domain: Domain, detector: Any, out_dir: Path, progress: bool) -> dict[str, Any]:
+def _detect(
+    cfg: DictConfig, domain: Domain, detector: Any, out_dir: Path, progress: bool, store: ModelStore
+) -> dict[str, Any]:
     """Score the clean and contaminated models with ``detector`` (see :mod:`contamlab.detection`)."""
-    from contamlab.detection import run_detection
+    from contamlab.detection import run_detection  # here: a sampling job without a detector never needs it
 
-    return run_detection(cfg, domain, detector, out_dir, progress)
+    return run_detection(cfg, domain, detector, out_dir, progress, store)
 
 
 def _run_detection_only(cfg: DictConfig, domain: Domain, detector: Any) -> dict[str, Any]:
@@ -283,7 +286,7 @@ def _run_detection_only(cfg: DictConfig, domain: Domain, detector: Any) -> dict[
         "config": OmegaConf.to_container(cfg, resolve=True),
         "models": {stage: store.model_source(domain, stage) for stage in ("clean", "contaminated")},
         "placement": store.placement.to_dict(),
-        "detection": _detect(cfg, domain, detector, out_dir, bool(cfg.get("progress", True))),
+        "detection": _detect(cfg, domain, detector, out_dir, bool(cfg.get("progress", True)), store),
         "timings": {"wall_s": time.perf_counter() - started},
         "run": run_metadata(),
     }
