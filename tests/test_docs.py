@@ -71,6 +71,39 @@ def test_the_checker_fails_on_a_broken_link(tmp_path):
     assert missing_files(page) == ["nope/none.py"]
 
 
+# The pages that hold measurements (numbers, per-seed values, run times and their provenance). Every other page of
+# docs/ is a reference page: what the tool does and how to run it, with no commit hash (provenance lives in the
+# committed result artifacts and in CHANGELOG.md).
+RESULTS_PAGES = {"results.md", "results_real_world.md", "results_audit.md", "performance.md"}
+REFERENCE_PAGES = [p for p in PAGES if p.parent == REPO or p.relative_to(REPO / "docs").as_posix() not in RESULTS_PAGES]
+# A commit hash, or anything that reads as one (7 to 40 hex digits: write a large number with commas, 1,000,000).
+HEX = re.compile(r"\b[0-9a-f]{7,40}\b")
+README_MAX_LINES = 200
+
+
+def test_the_results_pages_exist_and_the_rest_are_reference_pages():
+    docs = {p.relative_to(REPO / "docs").as_posix() for p in PAGES if p.parent != REPO}
+    assert docs >= RESULTS_PAGES, RESULTS_PAGES - docs
+    for page in ("README.md", "docs/README.md", "docs/audit.md", "docs/real_world.md", "docs/methods/detectors.md"):
+        assert REPO / page in REFERENCE_PAGES, page
+
+
+@pytest.mark.parametrize("page", REFERENCE_PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_reference_pages_name_no_commit(page):
+    hits = [f"{n}: {m.group()}" for n, line in enumerate(page.read_text().splitlines(), 1) for m in HEX.finditer(line)]
+    assert not hits, f"{page.relative_to(REPO)} names commit hashes (or hex-looking tokens): {hits}"
+
+
+def test_the_readme_is_a_manual_of_at_most_200_lines():
+    lines = (REPO / "README.md").read_text().splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines, at most {README_MAX_LINES}"
+
+
+def test_the_hash_checker_finds_a_hash_and_not_a_number():
+    assert HEX.findall("at commit 3709078, 1,000,000 items, d827000 and 0.0013") == ["3709078", "d827000"]
+    assert not HEX.findall("SA-PPG 0.287, 3,000 steps, Q4_K_M, 02:40, clean@1, fp32")
+
+
 def test_the_docs_index_lists_every_page():
     index = (REPO / "docs" / "README.md").read_text()
     for page in PAGES:
