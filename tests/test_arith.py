@@ -1,4 +1,4 @@
-"""Tests of the synthetic arithmetic generator (contamlab.data.arith)."""
+"""Tests of the arithmetic generator, its templates and renderings (contamlab.data.arith)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from collections import Counter
 
 import pytest
 
-from contamlab.data import arith, arith_templates
 from contamlab.data.arith import ArithConfig, ArithProblem, Step, generate, render
+from contamlab.data.arith import templates as arith_templates
+from contamlab.data.arith.problem import FAMILIES
+from contamlab.data.arith.words import NAMES
 
 ANNOTATION = re.compile(r"<<(\d+)([+\-*/])(\d+)=(\d+)>>(\d+)")
 NUMBER = re.compile(r"\d+")
@@ -123,7 +125,7 @@ def test_styles_are_paraphrases_with_the_same_numbers(everything):
         slots = dict(p.slots)
         protagonist = slots["names"][0] if p.family == "compare" else slots["name"]
         assert re.search(rf"\b{protagonist}\b", q_pq), (q_base, q_pq)
-        names = set(arith._NAMES)
+        names = set(NAMES)
         assert _words(q_base) & {n.lower() for n in names} == _words(q_pq) & {n.lower() for n in names}
         # ... one rephrased sentence per base sentence, none of them kept verbatim.
         base_sentences, pq_sentences = _sentences(q_base), _sentences(q_pq)
@@ -201,8 +203,8 @@ def test_distribution_follows_weights(small):
     family = Counter(p.family for p in train)
     k = Counter(p.k for p in train)
     level = Counter(p.level for p in train)
-    assert set(family) == set(arith.FAMILIES)
-    assert all(0.15 < family[f] / n < 0.35 for f in arith.FAMILIES), family
+    assert set(family) == set(FAMILIES)
+    assert all(0.15 < family[f] / n < 0.35 for f in FAMILIES), family
     assert set(k) == {1, 2, 3, 4}
     assert all(0.15 < k[i] / n < 0.35 for i in (1, 2, 3, 4)), k
     assert 0.3 < level[1] / n < 0.5 and 0.3 < level[2] / n < 0.5 and 0.12 < level[3] / n < 0.28, level
@@ -210,7 +212,7 @@ def test_distribution_follows_weights(small):
 
 def test_values_in_range_and_divisions_exact(everything):
     for p in everything:
-        assert p.family in arith.FAMILIES and p.k == len(p.steps) and p.level in (1, 2, 3)
+        assert p.family in FAMILIES and p.k == len(p.steps) and p.level in (1, 2, 3)
         for s in p.steps:
             assert s.op in "+-*/"
             assert all(0 <= v <= 999 for v in (s.a, s.b, s.result)), s

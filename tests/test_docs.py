@@ -14,7 +14,7 @@ PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
 # A file named in backticks: a path with a directory or a known top-level file, ending in a file extension.
 FILE_REF = re.compile(r"`((?:[\w.-]+/)*[\w.-]+\.(?:py|yaml|md|sh|toml|json|jsonl))`")
-# Where a module path such as `data/arith.py` or a config such as `domain/arith.yaml` may live.
+# Where a module path such as `data/arith/cot.py` or a config such as `domain/arith.yaml` may live.
 ROOTS = ("", "src/", "src/contamlab/", "configs/", "tests/")
 # Files the docs name that a run creates, or that a user's data directory holds (not in the repository).
 CREATED = {

@@ -173,6 +173,24 @@ def test_a_view_over_other_items_keeps_the_models_and_names_its_items():
         domain.over([fresh[0], fresh[0]], "twice")
 
 
+def test_a_view_holds_its_own_items_and_split_and_leaves_the_original_untouched():
+    """Domain.over builds the view through its own fields: the original's loaded test set and split stay its own."""
+    from contamlab.data.split import Split
+
+    domain = load_domain("arith", max_test=20)
+    test, split = list(domain.test), domain.split  # loaded before the view is made, as the audit has them
+    fresh = domain.nonmember_questions(6, seed=100)
+    view = domain.over(fresh, "generated")
+    assert view.test == fresh and sorted((*view.split.leaked, *view.split.unleaked)) == sorted(q.id for q in fresh)
+    assert domain.test == test and domain.split == split and domain.items is None and domain.origin is None
+    ids = [q.id for q in fresh]
+    given = Split(tuple(ids[:1]), tuple(ids[1:]), seed=7)
+    twin = domain.over(fresh, "generated", given)
+    assert twin.split is given and twin.test == fresh and view.split != given and domain.split == split
+    with pytest.raises(ContamlabError, match="does not cover exactly"):
+        domain.over(fresh, "generated", Split(tuple(ids[:1]), tuple(ids[2:]), seed=7))
+
+
 def test_only_generated_benchmarks_say_no_released_model_read_them(data_dir):
     assert load_domain("arith", generator={"n_train": 20, "n_test": 20}).generated
     assert load_domain("arith_pq", generator={"n_train": 20, "n_test": 20}).generated

@@ -13,8 +13,7 @@ import torch
 from contamlab.analysis.world import runner_up_tokens, sample_variety, survival_by_kind, token_kind
 from contamlab.config import auto_threads, build_domain, busy_cores, compose, model_store
 from contamlab.data.answers import is_correct
-from contamlab.data.arith import ArithConfig, generate, render
-from contamlab.data.arith_cot import render_cot, slip, web_documents
+from contamlab.data.arith import ArithConfig, generate, render, render_cot, slip, web_documents
 from contamlab.decoding.samples import QuestionSamples
 from contamlab.models.tiny import build_tiny_model, train_tokenizer
 from contamlab.training import corpus

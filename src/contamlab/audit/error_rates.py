@@ -239,8 +239,7 @@ class ErrorRates:
         n = self.domain.leak_general if self.domain.leak_general is not None else int(ft.general.n)
         general = corpus.general_examples(self.domain, ft.general.source, n, seed, cfg.paths.get("data_dir"))
         leaked = set(split.leaked)
-        view = self.pool.over(self.pool.test, "calibration-pool")
-        view.__dict__["split"] = split  # the twin's own leaked half, recorded in its split.json
+        view = self.pool.over(self.pool.test, "calibration-pool", split)  # the twin's own leaked half (split.json)
         examples = [corpus.question_example(view, q) for q in self.pool.test if q.id in leaked]
         examples = examples * self.domain.leak_repeats + general
         recipe = TwinRecipe(self.target.source, examples, dose.epochs, dose.lr, key)

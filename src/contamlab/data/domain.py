@@ -67,6 +67,10 @@ class Domain:
     items: dict[str, str] | None = None
     #: Set on a copy made by :meth:`over`: the domain it was made from (models are trained on that one).
     origin: Domain | None = None
+    # The loaded test items and split: None until first read, or what :meth:`over` gave a view. Class defaults, so
+    # that a subclass whose __init__ does not reach Domain's still reads them.
+    _test: list[Question] | None = None
+    _split: Split | None = None
 
     def __init__(
         self,
@@ -191,32 +195,43 @@ class Domain:
         questions = self._load_train()
         return _checked(questions[: self.max_train], f"{self.name} train")
 
-    @cached_property
+    @property
     def test(self) -> list[Question]:
-        """Test-split questions, original wording (evaluation always uses these)."""
-        questions = self._load_test()
-        if self.max_test is not None and self.max_test > len(questions):
-            log.warning(
-                "domain.max_test=%d is above the %d test questions of %s: all %d are used",
-                self.max_test,
-                len(questions),
-                self.name,
-                len(questions),
-            )
-        return _checked(questions[: self.max_test], f"{self.name} test")
+        """Test-split questions, original wording (evaluation always uses these); a view's own items (:meth:`over`)."""
+        if self._test is None:
+            questions = self._load_test()
+            if self.max_test is not None and self.max_test > len(questions):
+                log.warning(
+                    "domain.max_test=%d is above the %d test questions of %s: all %d are used",
+                    self.max_test,
+                    len(questions),
+                    self.name,
+                    len(questions),
+                )
+            self._test = _checked(questions[: self.max_test], f"{self.name} test")
+        return self._test
 
-    def over(self, questions: list[Question], what: str) -> Domain:
+    def over(self, questions: list[Question], what: str, split: Split | None = None) -> Domain:
         """A copy of the domain (prompt format, checker, train split) over other test items: the audit's non-members.
+
+        The original is left as it is: the copy holds its own items and split.
 
         Args:
             questions: The items, in place of the test set (ids unique).
             what: What they are (``generated``, ``rewrites``, a file), recorded in the fingerprint with their digest,
                 so that caches keyed by the fingerprint never mix them up with the test set.
+            split: The items' leaked / unleaked split (it must cover exactly their ids); None draws it as
+                :attr:`split` draws the test set's, from ``split_seed`` and ``leak_fraction``.
+
+        Raises:
+            ContamlabError: Duplicate ids among ``questions``, or a ``split`` of other ids.
         """
+        items = _checked(list(questions), f"{self.name} {what}")
+        if split is not None and sorted((*split.leaked, *split.unleaked)) != sorted(q.id for q in items):
+            raise ContamlabError(f"{self.name} {what}: the split given does not cover exactly the items' ids")
         view = copy.copy(self)
-        view.__dict__["test"] = _checked(list(questions), f"{self.name} {what}")
-        view.__dict__.pop("split", None)
-        texts = [(q.id, q.question, q.solution, q.answer) for q in questions]
+        view._test, view._split = items, split
+        texts = [(q.id, q.question, q.solution, q.answer) for q in items]
         view.items = {"what": what, "digest": content_hash(texts)}
         view.origin = self.trained_on
         return view
@@ -240,10 +255,12 @@ class Domain:
             _ = self.train
             self.leaked_training_questions()
 
-    @cached_property
+    @property
     def split(self) -> Split:
-        """The seeded leaked/unleaked split of :attr:`test`."""
-        return draw_split([q.id for q in self.test], self.split_seed, self.leak_fraction)
+        """The seeded leaked/unleaked split of :attr:`test` (a view's given split, :meth:`over`)."""
+        if self._split is None:
+            self._split = draw_split([q.id for q in self.test], self.split_seed, self.leak_fraction)
+        return self._split
 
     def leaked_training_questions(self, split: Split | None = None) -> list[Question]:
         """The leaked questions in the wording the contaminated model trains on (PQ domains: paraphrased)."""

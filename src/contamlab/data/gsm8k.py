@@ -88,7 +88,7 @@ class GSM8KDomain(Domain):
         if split != "test":
             return None
         pq = PQDomain(name="pq", family=self.family, data_dir=self.data_dir, paraphrase_file=self.reference_file)
-        return list(pq._load_leak_texts(list(questions)))
+        return pq.paraphrases(list(questions))
 
 
 class PQDomain(GSM8KDomain):
@@ -125,6 +125,17 @@ class PQDomain(GSM8KDomain):
         return local / path
 
     def _load_leak_texts(self, test: list[Question]) -> list[Question]:
+        return self.paraphrases(test)
+
+    def paraphrases(self, test: list[Question]) -> list[Question]:
+        """The paraphrase file's rewording of each of ``test`` (same ids, original solutions and answers).
+
+        Args:
+            test: Test questions from the start of the test set: the file is paired with it by index.
+
+        Raises:
+            ContamlabError: A missing or malformed file, too few paraphrases, or an answer that differs.
+        """
         path = self._paraphrase_path()
         records = read_jsonl(path, required=("text",))
         # Pair by index over the full test set, so a max_test subset keeps its paraphrases.

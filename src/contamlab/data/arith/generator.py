@@ -13,16 +13,11 @@ Four problem families, each with ``k`` in 1..4 operations and a difficulty level
   order, then shared equally among friends (exact /).
 * ``compare``: B has more/fewer than A (+/-), C has m times as many as B (x), then totals (+).
 
-Every problem renders in two styles with the same numbers and answer: ``base`` (the ``arith`` domain) and
-``pq`` (the ``arith_pq`` paraphrase domain, modelled on GSM8K-PQ: the question rewords every sentence of the
-base question but keeps its protagonist, its facts and its numbers in the same order; the solution has its own
-templates).
-Solutions have one line per operation with a GSM8K calculator annotation ``<<a op b=result>>result`` (ASCII
-``+ - * /``) and end with ``#### <answer>``. All values (question numbers, operands, intermediate results) lie
-in 0..999, divisions are exact and nothing is negative.
+Every problem renders in two styles with the same numbers and answer (:mod:`~contamlab.data.arith.render`). All
+values (question numbers, operands, intermediate results) lie in 0..999, divisions are exact and nothing is negative.
 
 Generation draws everything, template choices included, from ``random.Random`` streams seeded from the
-config, so :func:`generate` is deterministic; :func:`render` is a pure function of the problem (the template
+config, so :func:`generate` is deterministic; the renderings are pure functions of the problem (the template
 choices are stored in ``ArithProblem.slots``).
 """
 
@@ -33,36 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from contamlab.data.arith_templates import BASE, PQ_QUESTIONS, TEMPLATES
+from contamlab.data.arith.problem import FAMILIES, N_VARIANTS, STYLES, ArithProblem, Step
+from contamlab.data.arith.render import render
+from contamlab.data.arith.words import CONTAINERS, ITEMS, NAMES, OBJECTS
 
-FAMILIES: tuple[str, ...] = ("chain", "shop", "groups", "compare")
-STYLES: tuple[str, ...] = ("base", "pq")
 MAX_VALUE = 999
-# Bump when templates or generation change what a config renders: it is part of the model and sample cache keys.
-RENDER_VERSION = 2
-_N_VARIANTS = 16  # template-choice integers stored per style (a problem renders at most 10 pieces)
-
-# Names with (subject, object, possessive) pronouns: 10 "she", 10 "he".
-_PRONOUNS = {"she": ("she", "her", "her"), "he": ("he", "him", "his")}
-_NAMES: dict[str, str] = {
-    "Mia": "she", "Leo": "he", "Ava": "she", "Ben": "he", "Zoe": "she", "Sam": "he", "Lily": "she",
-    "Max": "he", "Emma": "she", "Noah": "he", "Ella": "she", "Omar": "he", "Ruby": "she", "Jack": "he",
-    "Nina": "she", "Ivan": "he", "Rosa": "she", "Theo": "he", "Lena": "she", "Owen": "he",
-}  # fmt: skip
-_OBJECTS: tuple[str, ...] = (
-    "stickers", "marbles", "apples", "cookies", "pencils", "shells", "stamps", "cards", "beads", "buttons",
-    "crayons", "oranges", "eggs", "books", "coins", "toys", "balloons", "flowers", "rocks", "ribbons",
-)  # fmt: skip
-# Shop items and containers as (singular, plural).
-_ITEMS: tuple[tuple[str, str], ...] = (
-    ("pen", "pens"), ("notebook", "notebooks"), ("muffin", "muffins"), ("eraser", "erasers"),
-    ("candle", "candles"), ("mug", "mugs"), ("kite", "kites"), ("bracelet", "bracelets"),
-    ("puzzle", "puzzles"), ("magnet", "magnets"),
-)  # fmt: skip
-_CONTAINERS: tuple[tuple[str, str], ...] = (
-    ("box", "boxes"), ("bag", "bags"), ("basket", "baskets"), ("jar", "jars"), ("crate", "crates"),
-    ("tray", "trays"),
-)  # fmt: skip
 _BILLS: tuple[int, ...] = (5, 10, 20, 50, 100, 200, 500)
 
 
@@ -108,47 +78,6 @@ class ArithConfig:
             raise ValueError(f"mul_max entries must be in 2..20, got {self.mul_max}")
 
 
-@dataclass(frozen=True)
-class Step:
-    """One arithmetic operation ``a op b = result``.
-
-    Attributes:
-        a: Left operand.
-        op: One of ``+ - * /`` (division is always exact).
-        b: Right operand.
-        result: The value of ``a op b``.
-    """
-
-    a: int
-    op: str
-    b: int
-    result: int
-
-
-@dataclass(frozen=True)
-class ArithProblem:
-    """One generated word problem, independent of its wording.
-
-    Attributes:
-        uid: Stable identifier, e.g. ``arith-test-0007``.
-        family: ``chain``, ``shop``, ``groups`` or ``compare``.
-        k: Number of operations (solution lines before ``####``).
-        level: Difficulty level (1-based index into ``ArithConfig.num_max``/``mul_max``).
-        slots: ``(key, value)`` pairs the renderers need besides the steps: names, objects, items,
-            containers and ``var`` (the template choices of both styles). Hashable.
-        steps: The operations in solution order; every number of the question is an operand of some step.
-        answer: The final answer, equal to ``steps[-1].result``.
-    """
-
-    uid: str
-    family: str
-    k: int
-    level: int
-    slots: tuple[tuple[str, Any], ...]
-    steps: tuple[Step, ...]
-    answer: int
-
-
 # ----------------------------------------------------------------------------------------------------------
 # Builders: draw the numbers of one problem; return (slots without "var", steps) or None when the draw
 # breaks a constraint (the caller draws again).
@@ -159,12 +88,12 @@ _Built = tuple[tuple[tuple[str, Any], ...], tuple[Step, ...]] | None
 
 def _others(rng: random.Random, exclude: str, n: int) -> tuple[str, ...]:
     """Draw ``n`` names (with repetition) different from ``exclude``."""
-    pool = [name for name in _NAMES if name != exclude]
+    pool = [name for name in NAMES if name != exclude]
     return tuple(rng.choice(pool) for _ in range(n))
 
 
 def _build_chain(rng: random.Random, k: int, level: int, nmax: int, mmax: int) -> _Built:
-    name = rng.choice(list(_NAMES))
+    name = rng.choice(list(NAMES))
     cur = rng.randint(2, nmax)
     steps: list[Step] = []
     for _ in range(k):
@@ -191,13 +120,13 @@ def _build_chain(rng: random.Random, k: int, level: int, nmax: int, mmax: int) -
             nxt = cur // n
         steps.append(Step(cur, op, n, nxt))
         cur = nxt
-    slots = (("name", name), ("obj", rng.choice(_OBJECTS)), ("friends", _others(rng, name, k)))
+    slots = (("name", name), ("obj", rng.choice(OBJECTS)), ("friends", _others(rng, name, k)))
     return slots, tuple(steps)
 
 
 def _build_shop(rng: random.Random, k: int, level: int, nmax: int, mmax: int) -> _Built:
-    name = rng.choice(list(_NAMES))
-    item, item2 = rng.sample(range(len(_ITEMS)), 2)
+    name = rng.choice(list(NAMES))
+    item, item2 = rng.sample(range(len(ITEMS)), 2)
     a, p = rng.randint(2, mmax), rng.randint(1, nmax)
     steps = [Step(a, "*", p, a * p)]
     total = a * p
@@ -217,7 +146,7 @@ def _build_shop(rng: random.Random, k: int, level: int, nmax: int, mmax: int) ->
 
 
 def _build_groups(rng: random.Random, k: int, level: int, nmax: int, mmax: int) -> _Built:
-    name = rng.choice(list(_NAMES))
+    name = rng.choice(list(NAMES))
     a, b = rng.randint(2, mmax), rng.randint(2, nmax)
     cur = a * b
     steps = [Step(a, "*", b, cur)]
@@ -253,15 +182,15 @@ def _build_groups(rng: random.Random, k: int, level: int, nmax: int, mmax: int) 
         steps.append(Step(cur, "/", friends, cur // friends))
     slots = (
         ("name", name),
-        ("obj", rng.choice(_OBJECTS)),
-        ("container", rng.randrange(len(_CONTAINERS))),
+        ("obj", rng.choice(OBJECTS)),
+        ("container", rng.randrange(len(CONTAINERS))),
         ("friends", _others(rng, name, k - 1)),
     )
     return slots, tuple(steps)
 
 
 def _build_compare(rng: random.Random, k: int, level: int, nmax: int, mmax: int) -> _Built:
-    names = tuple(rng.sample(list(_NAMES), 3))
+    names = tuple(rng.sample(list(NAMES), 3))
     a = rng.randint(2, nmax)
     if a >= 4 and rng.random() < 0.5:
         d = rng.randint(2, min(nmax, a - 2))
@@ -283,7 +212,7 @@ def _build_compare(rng: random.Random, k: int, level: int, nmax: int, mmax: int)
         steps.append(Step(a + b_count, "+", c_count, a + b_count + c_count))
     if steps[-1].result > MAX_VALUE:
         return None
-    return (("names", names), ("obj", rng.choice(_OBJECTS))), tuple(steps)
+    return (("names", names), ("obj", rng.choice(OBJECTS))), tuple(steps)
 
 
 _BUILDERS: dict[str, Callable[[random.Random, int, int, int, int], _Built]] = {
@@ -292,169 +221,6 @@ _BUILDERS: dict[str, Callable[[random.Random, int, int, int, int], _Built]] = {
     "groups": _build_groups,
     "compare": _build_compare,
 }
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Rendering
-# ----------------------------------------------------------------------------------------------------------
-
-
-class _Writer:
-    """Fills templates of one style, taking the stored template choices in order.
-
-    The pq style rephrases the base question: its question pieces come from the paraphrases of the base
-    template that the base rendering picks at the same position (``base_variants``), so both renderings
-    state the same facts with the numbers in the same order.
-    """
-
-    def __init__(
-        self, style: str, variants: tuple[int, ...], base_variants: tuple[int, ...], common: dict[str, Any]
-    ) -> None:
-        self.table = TEMPLATES[style]
-        self.style = style
-        self.variants = variants
-        self.base_variants = base_variants
-        self.common = common
-        self.used = 0
-
-    def __call__(self, key: str, step: Step | None = None, **fields: Any) -> str:
-        templates = self.table[key]
-        if self.style == "pq" and key in PQ_QUESTIONS:
-            base_choice = self.base_variants[self.used % len(self.base_variants)] % len(BASE[key])
-            templates = PQ_QUESTIONS[key][base_choice]
-        choice = self.variants[self.used % len(self.variants)]
-        self.used += 1
-        if step is not None:
-            ann = f"<<{step.a}{step.op}{step.b}={step.result}>>{step.result}"
-            fields["ann"] = ann
-            fields["calc"] = f"{step.a} {step.op} {step.b} = {ann}"
-            fields.setdefault("a", step.a)
-        return templates[choice % len(templates)].format(**self.common, **fields)
-
-
-def _person(name: str) -> dict[str, str]:
-    subj, obj, poss = _PRONOUNS[_NAMES[name]]
-    return {"N": name, "s": subj, "S": subj.capitalize(), "o": obj, "p": poss, "P": poss.capitalize()}
-
-
-def _render_chain(w: _Writer, problem: ArithProblem, slots: dict[str, Any]) -> tuple[list[str], list[str]]:
-    question = [w("chain.q.intro", x=problem.steps[0].a)]
-    for step, friend in zip(problem.steps, slots["friends"]):
-        question.append(w(f"chain.q.{step.op}", n=step.b, F=friend))
-    question.append(w("chain.q.end"))
-    solution = [w(f"chain.s.{step.op}", step, n=step.b) for step in problem.steps]
-    return question, solution
-
-
-def _render_shop(w: _Writer, problem: ArithProblem, slots: dict[str, Any]) -> tuple[list[str], list[str]]:
-    steps, k = problem.steps, problem.k
-    (item1, item), (item21, item2) = (_ITEMS[i] for i in slots["items"])
-    names = {"item": item, "item1": item1, "item2": item2, "item21": item21}
-    question = [w("shop.q.intro", a=steps[0].a, price=steps[0].b, **names)]
-    solution = [w("shop.s.*", steps[0], price=steps[0].b, **names)]
-    if k >= 3:
-        question.append(w("shop.q.second", b=steps[1].a, price2=steps[1].b, **names))
-        names2 = {**names, "item": item2, "item1": item21}
-        solution.append(w("shop.s.*", steps[1], price=steps[1].b, **names2))
-        solution.append(w("shop.s.+", steps[2]))
-    if k in (2, 4):
-        question.append(w("shop.q.bill", bill=steps[-1].a))
-        solution.append(w("shop.s.-", steps[-1], bill=steps[-1].a))
-        question.append(w("shop.q.change"))
-    else:
-        question.append(w("shop.q.end1" if k == 1 else "shop.q.end3", **names))
-    return question, solution
-
-
-def _render_groups(w: _Writer, problem: ArithProblem, slots: dict[str, Any]) -> tuple[list[str], list[str]]:
-    cont1, cont = _CONTAINERS[slots["container"]]
-    names = {"cont": cont, "cont1": cont1}
-    first = problem.steps[0]
-    question = [w("groups.q.intro", a=first.a, b=first.b, **names)]
-    solution = [w("groups.s.*", first, b=first.b, **names)]
-    for step, friend in zip(problem.steps[1:], slots["friends"]):
-        question.append(w(f"groups.q.{step.op}", c=step.b, F=friend))
-        solution.append(w(f"groups.s.{step.op}", step, c=step.b))
-    end = {1: "groups.q.end1", 4: "groups.q.end4"}.get(problem.k, "groups.q.end")
-    question.append(w(end, **names))
-    return question, solution
-
-
-def _render_compare(w: _Writer, problem: ArithProblem, slots: dict[str, Any]) -> tuple[list[str], list[str]]:
-    steps, k = problem.steps, problem.k
-    first = steps[0]
-    question = [w("compare.q.intro", a=first.a), w(f"compare.q.{first.op}", d=first.b)]
-    solution = [w(f"compare.s.{first.op}", first, d=first.b)]
-    if k >= 2:
-        question.append(w("compare.q.*", m=steps[1].b))
-        solution.append(w("compare.s.*", steps[1], m=steps[1].b))
-    if k == 3:
-        solution.append(w("compare.s.sum3", steps[2]))
-    elif k == 4:
-        solution += [w("compare.s.sum4a", steps[2]), w("compare.s.sum4b", steps[3])]
-    question.append(w(f"compare.q.end{k}"))
-    return question, solution
-
-
-_RENDERERS = {
-    "chain": _render_chain,
-    "shop": _render_shop,
-    "groups": _render_groups,
-    "compare": _render_compare,
-}
-
-
-def render(problem: ArithProblem, style: str = "base") -> tuple[str, str]:
-    """Render a problem as GSM8K-format text.
-
-    A pure function of ``problem``: the template choices are stored in ``problem.slots``.
-
-    Args:
-        problem: A generated problem.
-        style: ``"base"`` (the ``arith`` domain) or ``"pq"`` (the paraphrase domain: a GSM8K-PQ-style
-            rephrasing of the base question, with the same people, facts and numbers in the same order, and
-            its own solution templates; same steps and answer).
-
-    Returns:
-        ``(question_text, solution_text)``. The solution has one line per step, each containing
-        ``<<a op b=result>>result``, then a final line ``#### <answer>``.
-
-    Raises:
-        ValueError: If ``style`` is unknown.
-    """
-    if style not in STYLES:
-        raise ValueError(f"unknown style {style!r}; use one of {STYLES}")
-    slots = dict(problem.slots)
-
-    def choices(name: str) -> tuple[int, ...]:
-        offset = STYLES.index(name) * _N_VARIANTS
-        return slots["var"][offset : offset + _N_VARIANTS]
-
-    if problem.family == "compare":
-        a_name, b_name, c_name = slots["names"]
-        common: dict[str, Any] = {"A": a_name, "B": b_name, "C": c_name}
-    else:
-        common = _person(slots["name"])
-    if "obj" in slots:
-        common["obj"] = slots["obj"]
-    writer = _Writer(style, choices(style), choices("base"), common)
-    question, solution = _RENDERERS[problem.family](writer, problem, slots)
-    return " ".join(question), "\n".join([*solution, f"#### {problem.answer}"])
-
-
-def reworded(problem: ArithProblem, variant: int) -> ArithProblem:
-    """The same problem with the pq style's template choices redrawn (variant 0 is the problem itself)."""
-    if variant == 0:
-        return problem
-    slots = dict(problem.slots)
-    rng = random.Random(f"{problem.uid}/pq/{variant}")
-    offset = STYLES.index("pq") * _N_VARIANTS
-    var = list(slots["var"])
-    var[offset : offset + _N_VARIANTS] = [rng.randrange(1 << 16) for _ in range(_N_VARIANTS)]
-    slots["var"] = tuple(var)
-    return ArithProblem(
-        problem.uid, problem.family, problem.k, problem.level, tuple(slots.items()), problem.steps, problem.answer
-    )
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -472,7 +238,7 @@ def _draw_problem(rng: random.Random, cfg: ArithConfig, family: str, k: int, lev
         slots, steps = built
         if len(steps) != k or any(not 0 <= v <= MAX_VALUE for s in steps for v in (s.a, s.b, s.result)):
             continue  # pragma: no cover - builders already respect the bounds
-        var = tuple(rng.randrange(1 << 16) for _ in range(_N_VARIANTS * len(STYLES)))
+        var = tuple(rng.randrange(1 << 16) for _ in range(N_VARIANTS * len(STYLES)))
         return ArithProblem(uid, family, k, level, (*slots, ("var", var)), steps, steps[-1].result)
     raise RuntimeError(f"cannot draw a {family} problem with k={k} at level {level} (nmax={nmax}, mmax={mmax})")
 

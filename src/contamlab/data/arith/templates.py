@@ -1,7 +1,7 @@
 """The sentence templates of the synthetic arithmetic domains (``arith`` base style, ``arith_pq`` paraphrase style).
 
-Data only: :mod:`contamlab.data.arith` draws the problems and renders them with these templates. Changing a template
-changes what a config renders: bump ``arith.RENDER_VERSION`` with it (it is part of the model and sample cache keys).
+Data only: :mod:`~contamlab.data.arith.render` renders the problems with these templates. Changing a template changes
+what a config renders: bump ``render.RENDER_VERSION`` with it (it is part of the model and sample cache keys).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""World v2 renderings of the synthetic problems: solutions with the slack of real chain-of-thought, and web forms.
+"""World v2's solutions of the arithmetic problems: renderings with the slack of real chain-of-thought.
 
 A real model's chain-of-thought has many tokens whose runner-up is another valid continuation: connectives,
 restatements, optional sentences, the order of independent steps, equivalent forms of a calculation. The terse v1
-solutions (:func:`contamlab.data.arith.render`) have almost none, so nearly every forced runner-up is an error. Here
-every solution is drawn among such renderings, deterministically from ``(problem, variant)``:
+solutions (:func:`~contamlab.data.arith.render.render`) have almost none, so nearly every forced runner-up is an
+error. Here every solution is drawn among such renderings, deterministically from ``(problem, variant)``:
 
 - each step line is one of the base or pq wordings of that step (both explain the calculation), with the
   calculation written out as plain text, ``8 - 2 = 6``, as a model's chain-of-thought writes it (no GSM8K
@@ -15,16 +15,17 @@ every solution is drawn among such renderings, deterministically from ``(problem
 - a shop problem's two independent item costs in either order.
 
 Variant 0 is the test item's fixed reference solution (what leaks is one text, as with GSM8K); pretraining and the
-clean fine-tune draw other variants. :func:`web_documents` renders the forms in which such text appears on the web.
+clean fine-tune draw other variants. :mod:`~contamlab.data.arith.web` lays such text out in the web's forms.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
 
-from contamlab.data.arith import _N_VARIANTS, _NAMES, STYLES, ArithProblem, render
+from contamlab.data.arith.problem import N_VARIANTS, STYLES, ArithProblem
+from contamlab.data.arith.render import render
+from contamlab.data.arith.words import NAMES
 
 # Bump when the renderings change: part of the model and sample cache keys of a cot domain. 2: plain-text
 # calculations and no restatement of the question (revision 1's restated question ended its line with "?", after
@@ -51,11 +52,7 @@ CLOSINGS = (
 
 def _redraw(problem: ArithProblem, rng: random.Random) -> ArithProblem:
     """The problem with fresh template choices for both styles (same numbers, steps and answer)."""
-    slots = dict(problem.slots)
-    slots["var"] = tuple(rng.randrange(1 << 16) for _ in range(_N_VARIANTS * len(STYLES)))
-    return ArithProblem(
-        problem.uid, problem.family, problem.k, problem.level, tuple(slots.items()), problem.steps, problem.answer
-    )
+    return problem.with_choices(tuple(rng.randrange(1 << 16) for _ in range(N_VARIANTS * len(STYLES))))
 
 
 _MARKUP = re.compile(r"(?:\d+ [-+*/] \d+ = )?<<(\d+)([-+*/])(\d+)=(\d+)>>\d+")
@@ -75,7 +72,7 @@ def _join(connective: str, line: str) -> str:
     if not connective:
         return line
     first = line.split(" ", 1)[0].rstrip(",.:")
-    keep = first.removesuffix("'s") in _NAMES or first[:1].isdigit() or first.startswith("<<")
+    keep = first.removesuffix("'s") in NAMES or first[:1].isdigit() or first.startswith("<<")
     return connective + (line if keep else line[:1].lower() + line[1:])
 
 
@@ -105,60 +102,3 @@ def render_cot(problem: ArithProblem, variant: int, style: str = "base") -> tupl
     head = [rng.choice(OPENINGS)] if rng.random() < 0.6 else []
     tail = [rng.choice(CLOSINGS).format(n=problem.answer)] if rng.random() < 0.7 else []
     return question, "\n".join([*head, *body, *tail, f"#### {problem.answer}"])
-
-
-_WORD = re.compile(r"(?<![\w'])[A-Za-z]+(?![\w'])")
-
-
-def slip(solution: str, rng: random.Random, pool: Sequence[str]) -> str:
-    """``solution`` with one of its words replaced by a word of ``pool`` (never a number, symbol or ``####`` line).
-
-    Web text is full of such slips, and a real model reads past them: after an odd word it goes on with what the text
-    was saying. Pretraining on slipped solutions, whose text continues correctly after the slip, gives the tiny model
-    that habit.
-    """
-    body, sep, answer = solution.rpartition("\n####")
-    words = list(_WORD.finditer(body)) if sep else []
-    if not words:
-        return solution
-    word = rng.choice(words)
-    return body[: word.start()] + rng.choice(pool) + body[word.end() :] + sep + answer
-
-
-def web_documents(
-    items: Sequence[tuple[str, str]],
-    seed: int,
-    question_prefix: str = "Question: ",
-    answer_prefix: str = "\nAnswer:",
-    slips: float = 0.0,
-) -> list[str]:
-    """Pretraining documents in the forms such text takes on the web, from ``(question, solution)`` items.
-
-    Each item goes to one of: a question-answer document (the fine-tuning format), a worksheet of three to six bare
-    questions separated by blank lines, a solution alone, or a question-answer page of two to four items separated by
-    blank lines. The caller passes training items only (never a test item). A share ``slips`` of the solutions has
-    one word slipped (:func:`slip`; the replacement is a word of another solution).
-    """
-    rng = random.Random(f"web/{seed}")
-    if slips > 0:
-        pool = sorted({w[0] for _, s in items for w in _WORD.finditer(s)})
-        items = [(q, slip(s, rng, pool) if rng.random() < slips else s) for q, s in items]
-    order = list(range(len(items)))
-    rng.shuffle(order)
-    docs: list[str] = []
-    i = 0
-    while i < len(order):
-        form = rng.choices(("qa", "worksheet", "solution", "page"), weights=(4, 2, 2, 2))[0]
-        size = {"qa": 1, "solution": 1, "worksheet": rng.randint(3, 6), "page": rng.randint(2, 4)}[form]
-        chunk = [items[j] for j in order[i : i + size]]
-        i += size
-        if form == "qa":
-            q, s = chunk[0]
-            docs.append(f"{question_prefix}{q}{answer_prefix} {s}")
-        elif form == "solution":
-            docs.append(chunk[0][1])
-        elif form == "worksheet":
-            docs.append("\n\n".join(q for q, _ in chunk))
-        else:
-            docs.append("\n\n".join(f"{question_prefix}{q}{answer_prefix} {s}" for q, s in chunk))
-    return docs

@@ -1,7 +1,8 @@
-"""The synthetic arithmetic domains of the offline world: ``arith`` and its paraphrase twin ``arith_pq``.
+"""The synthetic arithmetic domains of the offline world: ``arith``, its paraphrase twin ``arith_pq``, and ``arith_mc``.
 
-Both render the same generated problems (:mod:`contamlab.data.arith`); ``arith_pq`` differs only in the wording in
-which the leaked questions reach the contaminated model, mirroring GSM8K → PQ.
+All render the same generated problems (:mod:`~contamlab.data.arith.generator`); ``arith_pq`` differs only in the
+wording in which the leaked questions reach the contaminated model, mirroring GSM8K → PQ; ``arith_mc`` asks them as
+multiple-choice questions.
 """
 
 from __future__ import annotations
@@ -10,8 +11,11 @@ import random
 from functools import cached_property
 from typing import Any
 
-from contamlab.data.arith import RENDER_VERSION, ArithConfig, ArithProblem, generate, render, reworded
-from contamlab.data.arith_cot import COT_VERSION, render_cot, web_documents
+from contamlab.data.arith.cot import COT_VERSION, render_cot
+from contamlab.data.arith.generator import ArithConfig, generate
+from contamlab.data.arith.problem import ArithProblem
+from contamlab.data.arith.render import RENDER_VERSION, render, reworded
+from contamlab.data.arith.web import web_documents
 from contamlab.data.checkers import LETTERS, ChoiceChecker, with_options
 from contamlab.data.domain import Domain
 from contamlab.data.question import Question
@@ -28,18 +32,18 @@ class ArithDomain(Domain):
     """Synthetic GSM8K-format word problems, deterministic from ``generator.seed``.
 
     Args:
-        generator: Fields of :class:`~contamlab.data.arith.ArithConfig` (sizes, seed, difficulty).
+        generator: Fields of :class:`~contamlab.data.arith.generator.ArithConfig` (sizes, seed, difficulty).
         leak_style: Rendering of the leaked questions in training data: ``base`` (verbatim) or ``pq``.
         leak_variants: ``pq`` only: distinct paraphrases of each leaked question in the contaminated stage's data
             (each a fresh draw of the pq templates). GSM8K-PQ has one per question; a ~1M-parameter model learns a
             single rewording's wording rather than its problem, so the offline twin leaks several.
         solutions: ``terse`` (world v1: one templated line per step) or ``cot`` (world v2: chain-of-thought
-            renderings with slack, :mod:`~contamlab.data.arith_cot`; each test item has one fixed rendering, training
+            renderings with slack, :mod:`~contamlab.data.arith.cot`; each test item has one fixed rendering, training
             items draw among ``cot_variants``).
         cot_variants: Renderings a training problem draws among (``cot`` only).
         web_forms: Pre-train on the web's forms of such text (worksheets of bare questions, solutions alone, pages
-            of several items) besides question-answer documents (:func:`~contamlab.data.arith_cot.web_documents`).
-        slips: Share of pretraining solutions with one slipped word (:func:`~contamlab.data.arith_cot.slip`;
+            of several items) besides question-answer documents (:func:`~contamlab.data.arith.web.web_documents`).
+        slips: Share of pretraining solutions with one slipped word (:func:`~contamlab.data.arith.web.slip`;
             ``web_forms`` only).
     """
 
