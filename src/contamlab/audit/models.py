@@ -44,7 +44,7 @@ class AuditedModel:
         self.seed = ref.seed_in(int(cfg.seed))
         # another seed's simulated model: its config and store are the run's with that seed (the store is not rebuilt)
         self.cfg = cfg if self.seed == int(cfg.seed) else OmegaConf.merge(cfg, {"seed": self.seed})
-        self.store = store if store.seed == self.seed else dataclasses.replace(store, seed=self.seed)
+        self.store = store = store if store.seed == self.seed else dataclasses.replace(store, seed=self.seed)
         #: Where the simulated model would be when it is not trained yet (None: it is, or it is not simulated).
         self.missing: Path | None = None
         if self.stage is None:
