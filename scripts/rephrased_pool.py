@@ -1,4 +1,4 @@
-"""Write a calibration pool of GSM8K-PQ rephrasings for ``audit.error_rates.pool`` (docs/audit.md).
+"""Write an error-rate pool of GSM8K-PQ rephrasings for ``audit.error_rates.pool`` (docs/audit.md).
 
     python scripts/rephrased_pool.py [--skip 100] [--n 200] --out outputs/pools/gsm8k_pq.jsonl
 

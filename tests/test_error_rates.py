@@ -113,8 +113,9 @@ def _audit(tmp, out, cache, *extra):
 
 
 def test_the_error_rate_audit_measures_null_and_power_and_a_rerun_trains_nothing(trained, tmp_path, monkeypatch):
+    from jobs import run_job
+
     from contamlab.audit import error_rates
-    from contamlab.jobs import audit
     from contamlab.models.store import read_training_texts
 
     tmp, _, _ = trained
@@ -127,7 +128,7 @@ def test_the_error_rate_audit_measures_null_and_power_and_a_rerun_trains_nothing
 
     monkeypatch.setattr(error_rates, "train_stage", counted)
     cache = tmp_path / "cache"
-    first = audit.run(_audit(tmp, tmp_path / "first", cache))["audit"]
+    first = run_job("audit", _audit(tmp, tmp_path / "first", cache))["audit"]
     record = first["error_rates"]
     assert len(twins) == 2 and record["twins_per_dose"] == 2 and record["null_draws"] == 30
     readings = {v["name"]: v for v in first["verdicts"]}
@@ -159,7 +160,7 @@ def test_the_error_rate_audit_measures_null_and_power_and_a_rerun_trains_nothing
 
     loads: list[str] = []
     monkeypatch.setattr(ModelStore, "load", lambda self, source: loads.append(source))
-    second = audit.run(_audit(tmp, tmp_path / "second", cache))["audit"]
+    second = run_job("audit", _audit(tmp, tmp_path / "second", cache))["audit"]
     assert len(twins) == 2 and loads == []
     assert second["error_rates"]["readings"] == record["readings"]
 

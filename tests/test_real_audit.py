@@ -47,9 +47,10 @@ def test_a_pool_beyond_the_test_split_is_one_line_and_writes_nothing(data_dir, t
     assert done.stderr.strip() == "error: --skip 1300 --n 30: GSM8K's test split has 1319 questions"
 
 
-def test_the_gsm8k_calibrated_audit_runs_on_a_random_smollm2(data_dir, tmp_path):
+def test_the_gsm8k_error_rate_audit_runs_on_a_random_smollm2(data_dir, tmp_path):
     """Null and power from a file pool; the twin trains on its leaked half of the pool and nothing audited."""
-    from contamlab.jobs import audit
+    from jobs import run_job
+
     from contamlab.validation import validate
 
     pool = tmp_path / "pool.jsonl"
@@ -79,7 +80,7 @@ def test_the_gsm8k_calibrated_audit_runs_on_a_random_smollm2(data_dir, tmp_path)
     )
     validate(cfg)
     (tmp_path / "out").mkdir()
-    record = audit.run(cfg)["audit"]
+    record = run_job("audit", cfg)["audit"]
     assert record["truth"] is None  # SmolLM2's pre-training may have read GSM8K: its truth there is not known
     calibration = record["error_rates"]
     assert calibration["pool_items"] == 20 and str(pool) in calibration["pool"]

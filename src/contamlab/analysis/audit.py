@@ -64,18 +64,18 @@ def verdict_table(verdicts: Sequence[dict[str, Any]]) -> str:
 
     A error-rate audit adds each reading's false alarms on the pool's splits and its power on the twins.
     """
-    calibrated = any("error_rates" in (v.get("detail") or {}) for v in verdicts)
+    measured = any("error_rates" in (v.get("detail") or {}) for v in verdicts)
     body = [
         [v["name"], v["statistic"], _interval(v), _p(v["p_value"]), v["verdict"].replace("|", "/"), _flag(v["flagged"])]
-        + (_error_rates(v) if calibrated else [])
+        + (_error_rates(v) if measured else [])
         for v in verdicts
     ]
     header = ["reading", "statistic", "value [95% CI]", "p", "verdict", "flag"]
-    return _table(header + (["false alarms (null)", "power (twins)"] if calibrated else []), body)
+    return _table(header + (["false alarms (null)", "power (twins)"] if measured else []), body)
 
 
 def _error_rates_note(audit: dict[str, Any]) -> list[str]:
-    """What the calibration measured on: the pool, its splits, the twins and their doses."""
+    """What the error rates were measured on: the pool, its splits, the twins and their doses."""
     cal = audit.get("error_rates")
     if not cal:
         return []

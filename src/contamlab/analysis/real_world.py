@@ -11,7 +11,7 @@ detection jobs and the audits of ``make real-world``) and writes ``<dir>/real_wo
   With ``--tiny``, the tiny world's AUROC on the same detector and leak form stands beside it;
 - the meta-audit: for each model family, every audit reading's flagged / audited among the clean models (false
   alarms) and among the contaminated ones (power, per leak form), as :func:`contamlab.analysis.audit.meta_audit`;
-- the error-rate audits (``audit.error_rates.pool``): for each model family, every calibrated verdict against the
+- the error-rate audits (``audit.error_rates.pool``): for each model family, every verdict with error rates against the
   truth, with the null's false alarms and the twins' power summed over that family's audits;
 - the training cost: wall time and tokens per second of every stage, and each audit's detector times.
 """
@@ -201,7 +201,7 @@ def meta_audit_sections(audits: Sequence[dict[str, Any]]) -> list[str]:
 def error_rate_sections(audits: Sequence[dict[str, Any]]) -> list[str]:
     """One table per model family of the verdicts with error rates against the truth (docs/audit.md).
 
-    Per family, because a reading's false alarms and power are properties of the model it calibrates on: summed over
+    Per family, because a reading's false alarms and power are properties of the model they are measured on: summed over
     SmolLM2 and Gemma-3 together, a count would describe neither.
     """
     out = []
@@ -281,7 +281,7 @@ def write_report(
         "",
         *(meta_audit_sections(audits) or ["No audits found."]),
     ]
-    if calibrated := error_rate_sections(audits):
+    if measured := error_rate_sections(audits):
         parts += [
             "## Error-rate audits against the truth",
             "",
@@ -289,7 +289,7 @@ def write_report(
             "the audits where it gave none for want of power; the null's false alarms and the twins' power summed "
             "over a model family's audits.",
             "",
-            *calibrated,
+            *measured,
         ]
     if models_dir is not None and (table := training_table(models_dir)):
         parts += ["## Training", "", table, ""]

@@ -146,7 +146,7 @@ def pool_items(domain: Domain, setting: str, size: int, exclude: list[Question])
     items = [Question(f"pool-{i}", q.question, q.solution, q.answer, q.choices) for i, q in enumerate(items)]
     if len(items) < 2 * MIN_ITEMS_PER_SIDE:
         raise ContamlabError(
-            f"audit.error_rates.pool: {len(items)} items; the calibration splits them in two and each side needs "
+            f"audit.error_rates.pool: {len(items)} items; the null splits it in two and each side needs "
             f"{MIN_ITEMS_PER_SIDE}: give at least {2 * MIN_ITEMS_PER_SIDE}"
         )
     return domain.over(items, f"calibration-pool:{setting}"), about

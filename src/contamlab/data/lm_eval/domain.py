@@ -179,11 +179,11 @@ class LmEvalDomain(Domain):
         self._frame = (frame[1], frame[2]) if frame else ("", "")
         self._field = frame[0] if frame else None
         self._items: dict[str, tuple[dict, str, Question, str]] = {}
-        self._test: list[Question] = []
-        self._train: list[Question] = []
+        self._eval_questions: list[Question] = []
+        self._train_questions: list[Question] = []
         for docs, split, kind, out in (
-            (eval_docs, self.eval_split, "eval", self._test),
-            (train_docs, self.train_split, "train", self._train),
+            (eval_docs, self.eval_split, "eval", self._eval_questions),
+            (train_docs, self.train_split, "train", self._train_questions),
         ):
             width = max(4, len(str(len(docs) - 1)))
             for index, (doc, text) in enumerate(zip(docs, texts[kind])):
@@ -214,15 +214,15 @@ class LmEvalDomain(Domain):
         return Question(qid, item, str(choices[index]), LETTERS[index], tuple(str(c) for c in choices)), target
 
     def _load_test(self) -> list[Question]:
-        return list(self._test)
+        return list(self._eval_questions)
 
     def _load_train(self) -> list[Question]:
-        if not self._train:
+        if not self._train_questions:
             raise ContamlabError(
                 f"lm-eval task {self.task_name} has no train split here (domain.data_files.train): training and "
                 "BenBench's train side need one"
             )
-        return list(self._train)
+        return list(self._train_questions)
 
     @property
     def generates_answers(self) -> bool:
@@ -232,7 +232,7 @@ class LmEvalDomain(Domain):
     @property
     def has_train(self) -> bool:
         """Whether the task's dataset has a train split (its ``training_split``, else a split named ``train``)."""
-        return bool(self._train)
+        return bool(self._train_questions)
 
     def _train_size(self) -> int:
         return len(self.train) if self.has_train else 0
@@ -262,13 +262,13 @@ class LmEvalDomain(Domain):
         with templates_compiled_once():
             self.task.set_fewshot_seed(seed=self.fewshot_seed)  # the sampler draws in document order
             self.task.build_all_requests(limit=self.max_test)
-        ids = [q.id for q in self._test]
+        ids = [q.id for q in self._eval_questions]
         return {ids[inst.doc_id]: inst.args[0] for inst in self.task.instances}
 
     @cached_property
     def _around(self) -> tuple[str, str]:
         """What the harness puts before and after the first test item's rendering: few-shot prefix, gen_prefix."""
-        context, text = self.contexts[self._test[0].id], self._items[self._test[0].id][1]
+        context, text = self.contexts[self._eval_questions[0].id], self._items[self._eval_questions[0].id][1]
         at = context.rfind(text)
         return (context[:at], context[at + len(text) :]) if at >= 0 else ("", "")
 
