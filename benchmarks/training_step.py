@@ -22,6 +22,7 @@ Writes ``benchmarks/results/training_step-<model>[-floor].json``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -35,7 +36,9 @@ from pathlib import Path
 
 import lightning as L
 import torch
+from real_lm import gemm_rate, linear_params  # benchmarks/ is the script's folder
 
+from contamlab import stages
 from contamlab.config import build_domain, compose, model_store
 from contamlab.console import library_output
 from contamlab.io import atomic_write_json
@@ -79,12 +82,19 @@ def main() -> None:
     parser.add_argument("--floor", action="store_true", help="a model of the same vocabulary that computes nothing")
     parser.add_argument("--steps", type=int, default=4, help="optimiser steps (the first is a warm-up)")
     parser.add_argument("--profile", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--baseline", nargs="*", default=[], help="overrides of a variant timed against the recipe, rounds alternated"
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="alternating rounds of recipe and baseline")
+    parser.add_argument(
+        "--baseline-casts", action="store_true", help="the baseline casts its frozen weights every pass (as before)"
+    )
     args = parser.parse_args()
     library_output(False)
     work = Path(tempfile.mkdtemp(prefix="contamlab-step-"))
-    overrides = ["experiment=real_world", f"model={args.model}", "logger=csv", f"paths.models_dir={work / 'models'}"]
-    overrides += ["trainer.enable_progress_bar=false"]
-    cfg = compose("train", overrides)
+    common = ["experiment=real_world", f"model={args.model}", "logger=csv", f"paths.models_dir={work / 'models'}"]
+    common += ["trainer.enable_progress_bar=false"]
+    cfg = compose("train", common)
     domain = build_domain(cfg.domain)
     store = model_store(cfg)
     parent = store.base_source()
@@ -94,7 +104,6 @@ def main() -> None:
     examples = stage_corpus(cfg, domain, "clean")[: per_step * args.steps]
     lr = stage_lr(cfg, domain, "clean")
     torch.set_num_threads(int(cfg.trainer.num_threads))
-
     accumulate = per_step // int(cfg.finetune.micro_batch)
     ends: list[float] = []  # the clock at the end of every micro-batch of a fit
     fits: dict[str, object] = {}
@@ -105,54 +114,87 @@ def main() -> None:
         ends.append(time.perf_counter())
         return original_hook(self, *hook_args)
 
-    def fit(self, *fit_args, **fit_kwargs):  # the fit alone is measured: not the model's load, not the save
+    def fit(self, module, *fit_args, **fit_kwargs):  # the fit alone is measured: not the model's load, not the save
         ends.clear()
-        if fits.get("profile"):
-            from torch.profiler import ProfilerActivity, profile
+        fits["params"] = (linear_params(module.model, False), linear_params(module.model, True))
+        fits["hidden"] = int(module.model.config.hidden_size)
+        with contextlib.ExitStack() as stack:
+            if fits.get("profile"):
+                from torch.profiler import ProfilerActivity, profile
 
-            with profile(activities=[ProfilerActivity.CPU]) as prof:
-                fits["start"] = time.perf_counter()
-                out = original_fit(self, *fit_args, **fit_kwargs)
-                fits["wall"] = time.perf_counter() - fits["start"]
-            fits["prof"] = prof
-            return out
-        fits["start"] = time.perf_counter()
-        out = original_fit(self, *fit_args, **fit_kwargs)
-        fits["wall"] = time.perf_counter() - fits["start"]
+                fits["prof"] = stack.enter_context(profile(activities=[ProfilerActivity.CPU]))
+            fits["start"] = time.perf_counter()
+            out = original_fit(self, module, *fit_args, **fit_kwargs)
+            fits["wall"] = time.perf_counter() - fits["start"]
         return out
 
     L.Trainer.fit, CausalLMModule.on_train_batch_end = fit, on_train_batch_end
+    runs = 0
 
-    def run(path: Path) -> list[float]:
+    def run(variant: list[str]) -> list[float]:
         """Seconds of each optimiser step after the first (the first carries the loop's start-up)."""
-        train_stage(cfg, store, domain, "contaminated", path, TwinRecipe(parent, examples, 1, lr, {"bench": 1}))
+        nonlocal runs
+        runs += 1
+        run_cfg = compose("train", [*common, *variant])
+        path = work / f"run-{runs}"
+        hold = stages.hold_frozen_linears
+        if variant is args.baseline and args.baseline_casts:
+            stages.hold_frozen_linears = lambda model, dtype: 0
+        try:
+            train_stage(run_cfg, store, domain, "contaminated", path, TwinRecipe(parent, examples, 1, lr, {"b": 1}))
+        finally:
+            stages.hold_frozen_linears = hold
         marks = [fits["start"], *ends[accumulate - 1 :: accumulate]]
         return [b - a for a, b in zip(marks[1:], marks[2:])]
 
-    steps = run(work / "timed")
-    ms = 1e3 * statistics.median(steps)
-    summary = json.loads((work / "timed" / "train_summary.json").read_text())
+    variants = {"recipe": []} | ({"baseline": args.baseline} if args.baseline or args.baseline_casts else {})
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(args.rounds):
+        for name, variant in variants.items():
+            times[name] += run(variant)
+    frozen, adapter = fits["params"]
+    step_flops = 2 * 2 * (frozen + adapter) + 6 * adapter  # per token: forward, backward to the inputs, adapter grads
+    # the MLP's shape, measured now: the best of five trials of 100 products (one trial is noisy on a shared machine)
+    ceiling = {"gemm_bf16": max(gemm_rate(fits["hidden"], torch.bfloat16, repeats=100) for _ in range(5))}
+    summary = json.loads((work / "run-1" / "train_summary.json").read_text())
     tokens_per_step = int(summary["tokens_per_epoch"]) / max(1, int(summary["steps"]))
     label = f"{args.model}{' floor' if args.floor else ''}"
-    print(
-        f"{label}: {ms:.1f} ms a step (median of {len(steps)} after a warm-up), {tokens_per_step / ms * 1e3:.1f} tok/s"
-    )
     result = {
         "model": args.model,
         "floor": args.floor,
-        "command": "python benchmarks/" + " ".join(Path(a).name if i == 0 else a for i, a in enumerate(sys.argv)),
+        "command": "python benchmarks/training_step.py " + " ".join(sys.argv[1:]),
         "machine": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
         "threads": int(cfg.trainer.num_threads),
         "precision": str(cfg.trainer.precision),
-        "step_s": [round(s, 4) for s in steps],
-        "ms_per_step": round(ms, 2),
         "tokens_per_step": round(tokens_per_step, 1),
-        "tokens_per_s": round(tokens_per_step / ms * 1e3, 2),
+        "flops_per_token": step_flops,
+        "gemm_bf16_flops": ceiling["gemm_bf16"],
+        "ceiling_tokens_per_s": round(ceiling["gemm_bf16"] / step_flops, 1),
+        "variants": {},
     }
+    for name, steps in times.items():
+        ms = 1e3 * statistics.median(steps)
+        rate = tokens_per_step / ms * 1e3
+        share = rate / result["ceiling_tokens_per_s"]
+        result["variants"][name] = {
+            "overrides": variants[name],
+            "step_s": [round(s, 4) for s in steps],
+            "ms_per_step": round(ms, 2),
+            "tokens_per_s": round(rate, 2),
+            "share_of_ceiling": round(share, 3),
+        }
+        top = result["ceiling_tokens_per_s"]
+        print(f"{label} {name} {' '.join(variants[name])}: {ms:.1f} ms a step (median of {len(steps)}), "
+              f"{rate:.1f} tok/s, {share:.0%} of the bf16 GEMM ceiling ({top:.0f} tok/s)")  # fmt: skip
+    if "baseline" in variants:
+        result["baseline_casts"] = args.baseline_casts
+        ratio = result["variants"]["baseline"]["ms_per_step"] / result["variants"]["recipe"]["ms_per_step"]
+        result["speedup_vs_baseline"] = round(ratio, 3)
+        print(f"recipe vs baseline: {ratio:.2f}x")
     if args.profile:
         fits["profile"] = True
-        steps_profiled = run(work / "profiled")
+        run([])
         groups: dict[str, float] = defaultdict(float)
         for event in fits["prof"].key_averages():
             groups[group_of(event.key)] += event.self_cpu_time_total / 1e6
@@ -161,7 +203,7 @@ def main() -> None:
         inside = sum(groups.values())
         shares = {g: round(s / wall, 4) for g, s in sorted(groups.items(), key=lambda kv: -kv[1])}
         shares["the loop itself (Python, hooks, logging, checkpoints)"] = round(max(0.0, wall - inside) / wall, 4)
-        print(f"profiled fit {wall:.2f} s ({len(steps_profiled) + 1} steps); share of its wall time:")
+        print(f"profiled fit of the recipe {wall:.2f} s; share of its wall time:")
         for g, s in shares.items():
             print(f"  {g:55s} {s:6.1%}")
         top = sorted(fits["prof"].key_averages(), key=lambda e: -e.self_cpu_time_total)[:15]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
+import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from omegaconf import DictConfig, OmegaConf
 
@@ -41,6 +42,7 @@ from contamlab.training import corpus
 from contamlab.training.checkpoints import checkpoint_step
 from contamlab.training.datamodule import CausalLMDataModule, ExampleDataset, PackedDataset
 from contamlab.training.module import CausalLMModule
+from contamlab.training.precision import hold_frozen_linears
 from contamlab.training.progress import StageProgress
 
 logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
@@ -225,6 +227,7 @@ def _prepare(
         "warmup_steps": round(float(ft.warmup) * total),
         "min_lr_ratio": 0.0,
         "weight_decay": float(ft.weight_decay),
+        "labelled_logits": ft.get("logits", "all") == "labelled",
     }
     return StageInputs(model, tokenizer, dataset, opt, micro, accumulate, 1.0, False, _as_texts(examples))
 
@@ -246,7 +249,7 @@ def _load_trainable(cfg: DictConfig, parent: str, stage: str):
         if not adapter.base:
             raise ContamlabError(f"{parent}: adapter has no base_model_name_or_path; cannot continue training it")
         base = load_causal_lm(adapter.base, dtype, bool(cfg.model.trust_remote_code))
-        return PeftModel.from_pretrained(base, parent, is_trainable=True).train()
+        return _frozen_in_autocast_dtype(cfg, PeftModel.from_pretrained(base, parent, is_trainable=True).train())
     base = load_causal_lm(parent, dtype, bool(cfg.model.trust_remote_code))
     targets = ft.lora.target_modules
     lora = LoraConfig(
@@ -256,7 +259,18 @@ def _load_trainable(cfg: DictConfig, parent: str, stage: str):
         target_modules=targets if isinstance(targets, str) else list(targets),
         task_type="CAUSAL_LM",
     )
-    return get_peft_model(base, lora).train()
+    return _frozen_in_autocast_dtype(cfg, get_peft_model(base, lora).train())
+
+
+def _frozen_in_autocast_dtype(cfg: DictConfig, model):
+    """A LoRA model whose frozen linear weights are held in bf16 when the stage trains under bf16 autocast.
+
+    The same multiplies bit for bit, without the cast of every frozen weight on every pass
+    (:mod:`contamlab.training.precision`).
+    """
+    if str(cfg.trainer.precision) == "bf16-mixed":
+        hold_frozen_linears(model, torch.bfloat16)
+    return model
 
 
 def train_stage(

@@ -199,6 +199,7 @@ TRAIN: dict[str, tuple[Check, str]] = {
     "finetune.max_length": integer(2),
     "finetune.group_by_length": boolean(),
     "finetune.loss_on": choice("response", "all"),
+    "finetune.logits": choice("all", "labelled"),
     "finetune.general.source": choice("openorca", "domain_train", "none"),
     "finetune.general.n": integer(0),
     "finetune.clean_n_domain": integer(0),

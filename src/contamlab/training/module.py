@@ -9,6 +9,8 @@ import lightning as L
 import torch
 from torch import nn
 
+from contamlab.training.loss import labelled_loss
+
 FUSED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -48,6 +50,8 @@ class CausalLMModule(L.LightningModule):
         min_lr_ratio: Final LR multiplier.
         weight_decay: AdamW weight decay.
         betas: AdamW betas.
+        labelled_logits: Project only the labelled positions onto the vocabulary (:mod:`.loss`); False: the model's
+            own ``labels=`` loss, every position projected.
     """
 
     def __init__(
@@ -60,6 +64,7 @@ class CausalLMModule(L.LightningModule):
         min_lr_ratio: float = 0.0,
         weight_decay: float = 0.0,
         betas: tuple[float, float] = (0.9, 0.999),
+        labelled_logits: bool = False,
     ) -> None:
         super().__init__()
         self.model = model
@@ -70,6 +75,7 @@ class CausalLMModule(L.LightningModule):
         self.min_lr_ratio = min_lr_ratio
         self.weight_decay = weight_decay
         self.betas = tuple(betas)
+        self.labelled_logits = labelled_logits
         # A LoRA stage's checkpoints keep only the trainable weights (the adapter): the frozen base is reloaded from
         # the parent model on resume, bit for bit. SmolLM2's full state is 0.5 GB a checkpoint, Gemma-3's 1 GB.
         self.frozen = {name for name, p in self.named_parameters() if not p.requires_grad}
@@ -80,19 +86,23 @@ class CausalLMModule(L.LightningModule):
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         """One micro-batch: mean cross-entropy over its labelled tokens."""
-        out = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"])
+        ids, mask, labels = batch["input_ids"], batch["attention_mask"], batch["labels"]
+        if self.labelled_logits:
+            loss = labelled_loss(self.model, ids, mask, labels)
+        else:
+            loss = self.model(input_ids=ids, attention_mask=mask, labels=labels).loss
         n_tokens = int(batch["attention_mask"].sum())
         self.tokens_seen += n_tokens
         elapsed = max(1e-9, time.perf_counter() - self._t0)
-        self.log("train/loss", out.loss, prog_bar=True, on_step=True)
+        self.log("train/loss", loss, prog_bar=True, on_step=True)
         self.log("train/tokens_per_s", self.tokens_seen / elapsed, prog_bar=True, on_step=True)
         accumulate = self.trainer.accumulate_grad_batches
         if (batch_idx + 1) % accumulate == 0:
             # Once per optimiser step, here rather than in on_train_batch_end: a checkpoint written at this step's
             # end (ModelCheckpoint runs before the module's hook) must hold this step's loss. Divided as Lightning
             # divides the loss it hands to on_train_batch_end, the value this curve has always recorded.
-            self.losses.append(float(out.loss.detach() / accumulate))
-        return out.loss
+            self.losses.append(float(loss.detach() / accumulate))
+        return loss
 
     def on_train_start(self) -> None:
         """Reset the throughput clock (a resumed run counts from its own start)."""
