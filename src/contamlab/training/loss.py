@@ -7,8 +7,9 @@ all. On a CPU that projection, its float32 copy and the log-softmax over it, for
 the LoRA step (docs/performance.md, "The training step"). Here the model returns its last hidden states, the
 positions whose next token is labelled are gathered, and only those rows are projected and normalised.
 
-The loss is the same mean over the same labelled tokens as ``model(labels=...).loss``; the sums run over fewer rows,
-so the last bits of the loss and of the gradients differ (``finetune.logits: labelled`` is part of the stage key).
+The loss is the same mean over the same labelled tokens as ``model(labels=...).loss`` and each row's gradient is the
+same, so a stage trains the same bytes either way (tests/test_fast_training.py); only the logged loss, a sum over
+fewer rows, may differ in its last bits. ``finetune.logits`` is therefore no part of the stage key.
 """
 
 from __future__ import annotations
