@@ -31,7 +31,7 @@ import numpy as np
 from contamlab.analysis.audit import audit_results, error_rate_table, meta_audit, target_label, timing_table
 from contamlab.analysis.results import load_results
 from contamlab.io import atomic_write_text
-from contamlab.metrics.roc import auroc_draws, roc_metrics
+from contamlab.metrics.seeds import two_level_auroc
 
 LEAK = {"arith": "verbatim", "arith_pq": "paraphrased", "gsm8k": "verbatim (GSM8K)", "pq": "paraphrased (PQ)"}
 N_BOOT = 1000
@@ -56,31 +56,29 @@ def _per_question(result_dir: Path) -> dict[str, np.ndarray] | None:
 
 
 def seed_average(seeds: Sequence[tuple[np.ndarray, np.ndarray]], seed: int = 0) -> dict[str, Any] | None:
-    """The mean over seeds of the AUROC (leaked vs unleaked) and its stratified bootstrap interval.
+    """The mean over seeds of the AUROC (leaked vs unleaked) and its two-level bootstrap interval.
+
+    The interval resamples the seeds, then each drawn seed's leaked and unleaked questions
+    (:func:`~contamlab.metrics.seeds.two_level_auroc`): seeds that disagree widen it, as they should.
 
     Args:
         seeds: Per seed, (scores [N], leaked flags [N]); non-finite scores are left out.
         seed: Seed of the bootstrap draws.
 
     Returns:
-        ``auroc`` (the mean of the seeds' AUROCs), ``ci`` (2.5 and 97.5 percentiles of the averaged draws),
-        ``per_seed`` and ``n`` (questions scored per seed), or None when a seed has an empty class.
+        ``auroc`` (the mean of the seeds' AUROCs), ``ci`` (2.5 and 97.5 percentiles of the replicates), ``per_seed``
+        and ``n`` (questions scored per seed), or None when a seed has an empty class.
     """
-    rng = np.random.default_rng(seed)
-    points, draws, counts = [], [], []
+    sides, counts = [], []
     for scores, leaked in seeds:
         keep = np.isfinite(scores)
         pos, neg = scores[keep & leaked], scores[keep & ~leaked]
         if not pos.size or not neg.size:
             return None
-        points.append(roc_metrics(scores, leaked)["auroc"])
-        idx_pos = rng.integers(0, pos.size, (N_BOOT, pos.size))
-        idx_neg = rng.integers(0, neg.size, (N_BOOT, neg.size))
-        draws.append(auroc_draws(pos, neg, idx_pos, idx_neg))  # [B]
+        sides.append((pos, neg))
         counts.append(int(keep.sum()))
-    mean_draws = np.mean(draws, axis=0)  # [B]
-    low, high = np.quantile(mean_draws, [0.025, 0.975])
-    return {"auroc": float(np.mean(points)), "ci": (float(low), float(high)), "per_seed": points, "n": counts}
+    mean, ci, points = two_level_auroc(sides, N_BOOT, seed)
+    return {"auroc": mean, "ci": ci, "per_seed": points, "n": counts}
 
 
 def _cell(entry: dict[str, Any] | None) -> str:
