@@ -239,7 +239,7 @@ def training_table(models_dir: Path) -> str | None:
         groups = sorted({(t["model"], t["domain"]) for t in twins})
         per_group = {g: [t for t in twins if (t["model"], t["domain"]) == g] for g in groups}
         twin_line = (
-            " Calibration twins, trained apart: "
+            " Error-rate twins, trained apart: "
             + "; ".join(
                 f"{m} on {d} {len(ts)} twin{'s' * (len(ts) != 1)}, {sum(t['wall_s'] for t in ts) / 60:.1f} min"
                 for (m, d), ts in per_group.items()
