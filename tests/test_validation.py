@@ -88,6 +88,8 @@ def test_bad_train_value_is_one_line(tmp_path):
         ("audit", "audit.error_rates.pool=/none.jsonl", "audit.error_rates.pool=/none.jsonl: no such file"),
         ("audit", "audit.nonmembers=/nonexistent.jsonl", "audit.nonmembers=/nonexistent.jsonl: no such file"),
         ("audit", "audit.target=' '", "audit.target: an empty model reference"),
+        ("audit", "audit.target=5", "audit.target=5: must be a model"),
+        ("audit", "audit.references=[1]", "audit.references=[1]: must be a list of models"),
         ("audit", "audit.references=[clean@x]", "audit.references=clean@x: the seed after @ must be a non-negative"),
         ("audit", "audit.detectors=[lossy]", "audit.detectors: no detector 'lossy'; choose from codec"),
         ("audit", "audit.mitigate=[railcapp]", "audit.mitigate: no strategy 'railcapp'; choose from identity"),

@@ -351,18 +351,23 @@ _COMMON_PRECISIONS = {"32-true", "32", "bf16-mixed", "16-mixed", "bf16-true", "1
 
 
 def _check_audit_models(cfg: DictConfig) -> None:
-    """``audit.target`` and ``audit.references``: each a model reference that parses, a directory one existing."""
-    present, target = _get(cfg, "audit.target")
-    if present:
-        if isinstance(target, (list, dict)):
-            raise ContamlabError(f"audit.target={_show(target)}: give one model")
-        ModelRef.parse(target, "audit.target").check_exists("audit.target")
-    present, refs = _get(cfg, "audit.references")
-    if present:
-        if not isinstance(refs, list):
-            raise ContamlabError(f"audit.references={_show(refs)}: must be a list of models ([] for none)")
-        for ref in refs:
-            ModelRef.parse(ref, "audit.references").check_exists("audit.references")
+    """``audit.target`` and ``audit.references``: each a model reference that parses, a directory one existing.
+
+    The types are checked here; what a reference may say (not empty, a seed after ``@``) is :meth:`ModelRef.parse`'s.
+    """
+    for key in ("audit.target", "audit.references"):
+        present, value = _get(cfg, key)
+        if not present:
+            continue
+        single = key == "audit.target"
+        if not (
+            isinstance(value, str) if single else isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            raise ContamlabError(
+                f"{key}={_show(value)}: must be {'a model' if single else 'a list of models ([] for none)'}"
+            )
+        for ref in [value] if single else value:
+            ModelRef.parse(ref, key).check_exists(key)
 
 
 #: The keyword settings of the audit's item sources; anything else names a JSONL file.
