@@ -22,6 +22,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from contamlab.config import build
+
 log = logging.getLogger("contamlab")
 
 
@@ -160,15 +162,11 @@ class Tracking:
 
 def tracking_run(cfg: DictConfig, out_dir: Path, group: str, name: str) -> AbstractContextManager[Any]:
     """The job's W&B run (None without W&B) from the ``logger`` group, with the resolved config, finished on exit."""
-    from contamlab.config import build
-
     return build(cfg.logger, "logger").run(out_dir, group, name, lambda: OmegaConf.to_container(cfg, resolve=True))
 
 
 def log_sync_hint(cfg: DictConfig, out_dir: Path) -> None:
     """The job's last line when it logged to W&B offline: where its runs are and how to upload them."""
-    from contamlab.config import build
-
     hint = build(cfg.logger, "logger").sync_hint(out_dir)
     if hint:
         log.info("%s", hint)

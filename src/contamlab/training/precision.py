@@ -24,7 +24,8 @@ def hold_frozen_linears(model: nn.Module, dtype: torch.dtype = torch.bfloat16) -
     Returns:
         The number of parameters cast.
     """
-    tied = {id(p) for m in (model.get_input_embeddings(),) if m is not None for p in m.parameters()}
+    embeddings = model.get_input_embeddings()  # a tied output projection shares its weight: it stays float32
+    tied = {id(p) for p in embeddings.parameters()} if embeddings is not None else set()
     cast = 0
     for module in model.modules():
         if type(module) is not nn.Linear:  # a LoRA layer's own base_layer is a plain nn.Linear
