@@ -33,8 +33,10 @@ from contamlab.scoring import score_model
 from contamlab.tracking import tracking_run
 
 log = logging.getLogger("contamlab")
-#: The models a detection run scores, in order: the contaminated one first (its AUROC is the reading).
+#: The models a detection run scores, in order: the contaminated one first (its AUROC is the reading), then its
+#: controls; with ``sham=true`` the sham model (its matched control) before the clean one.
 SCORED = ("contaminated", "clean")
+SCORED_WITH_SHAM = ("contaminated", "sham", "clean")
 
 
 def run_detection(
@@ -62,7 +64,8 @@ def run_detection(
     results: dict[str, Any] = {"detector": detector.params()}
     outputs: dict[str, DetectorOutput] = {}
     store = store or model_store(cfg)  # the job's, when it has one
-    for stage in SCORED:
+    scored = SCORED_WITH_SHAM if cfg.get("sham") else SCORED
+    for stage in scored:
         source = store.model_source(domain, stage)
         output, wall, cached = score_model(cfg, domain, detector, source, stage, progress, store)
         outputs[stage] = output
@@ -104,11 +107,15 @@ def run_detection(
         "scored_contaminated": results["contaminated"]["n_scored"],
         "scored_clean": results["clean"]["n_scored"],
     }
-    results["dataset_score_gap"] = (
-        None
-        if results["contaminated"]["dataset_score"] is None or results["clean"]["dataset_score"] is None
-        else results["contaminated"]["dataset_score"] - results["clean"]["dataset_score"]
-    )
+    for control in scored[1:]:  # dataset_score_gap: against clean, as before; against sham its matched form
+        name = "dataset_score_gap" if control == "clean" else f"dataset_score_gap_{control}"
+        results[name] = (
+            None
+            if results["contaminated"]["dataset_score"] is None or results[control]["dataset_score"] is None
+            else results["contaminated"]["dataset_score"] - results[control]["dataset_score"]
+        )
+    if "sham" in outputs:
+        results["counts"]["scored_sham"] = results["sham"]["n_scored"]
     _write_csv(out_dir / "detection_per_question.csv", domain, leaked, outputs)
     _log_wandb(cfg, detector, results, out_dir)
     return results
@@ -190,7 +197,7 @@ def _log_wandb(cfg: DictConfig, detector: Detector, results: dict[str, Any], out
         import wandb
 
         flat = {}
-        for stage in SCORED:
+        for stage in (s for s in SCORED_WITH_SHAM if s in results):
             for key in ("auroc", "tpr_at_5fpr", "fpr_at_95tpr", "dataset_score"):
                 if results[stage].get(key) is not None:
                     flat[f"detect/{stage}/{key}"] = results[stage][key]

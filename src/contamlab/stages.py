@@ -21,11 +21,11 @@ from typing import Any
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from omegaconf import DictConfig, OmegaConf
 
 from contamlab import stopping
-from contamlab.config import build, busy_cores, log, set_threads
+from contamlab.config import build, build_domain, busy_cores, log, set_threads
 from contamlab.data.domain import Domain
 from contamlab.data.general import Example
 from contamlab.errors import ContamlabError
@@ -33,7 +33,10 @@ from contamlab.io import atomic_write_json, content_hash
 from contamlab.models import load_causal_lm, load_tokenizer
 from contamlab.models.store import (
     DONE_MARKER,
+    LEAK_RECIPE_STAGES,
+    SHAM,
     ModelStore,
+    is_done,
     read_adapter,
     write_training_texts,
 )
@@ -63,8 +66,8 @@ def contaminated_epochs(cfg: DictConfig, domain: Domain) -> int:
 
 
 def stage_lr(cfg: DictConfig, domain: Domain, stage: str) -> float:
-    """Peak learning rate of a fine-tuning stage: ``finetune.lr``; the domain's ``leak_lr`` for the contaminated one."""
-    if stage == "contaminated" and domain.leak_lr is not None:
+    """Peak learning rate of a fine-tuning stage: ``finetune.lr``; the domain's ``leak_lr`` for the leak's recipe."""
+    if stage in LEAK_RECIPE_STAGES and domain.leak_lr is not None:
         return domain.leak_lr  # validated by the domain; part of its fingerprint, hence of the contaminated key only
     return float(cfg.finetune.lr)
 
@@ -159,6 +162,8 @@ def stage_corpus(cfg: DictConfig, domain: Domain, stage: str) -> list[str] | lis
     general = corpus.general_examples(domain, ft.general.source, n, seed, cfg.paths.get("data_dir"))
     if stage == "clean":
         return corpus.clean_examples(domain, int(ft.clean_n_domain), general, seed)
+    if stage == SHAM:
+        return corpus.sham_examples(domain, general)
     return corpus.contaminated_examples(domain, domain.split, general)
 
 
@@ -206,7 +211,7 @@ def _prepare(
     else:
         parent = str(store.stage_dir(domain, "clean"))
         store.ensure_base(parent)
-    if not Path(parent).is_dir() and stage == "contaminated":
+    if not Path(parent).is_dir() and stage in LEAK_RECIPE_STAGES:
         raise ContamlabError(f"clean model missing at {parent}; run train.py stage=clean first")
     tokenizer = load_tokenizer(parent)
     model = _load_trainable(cfg, parent, stage)
@@ -220,11 +225,14 @@ def _prepare(
         epochs = int(ft.epochs) if stage == "clean" else contaminated_epochs(cfg, domain)
         lr = stage_lr(cfg, domain, stage)
     total = steps_per_epoch * epochs
+    schedule, warmup = ft.scheduler, round(float(ft.warmup) * total)
+    if stage in LEAK_RECIPE_STAGES and domain.leak_schedule == "constant":
+        schedule, warmup = "constant", 0  # the e-epoch state of a longer run is then the e-epoch run (snapshots)
     opt = {
         "lr": lr,
         "total_steps": total,
-        "schedule": ft.scheduler,
-        "warmup_steps": round(float(ft.warmup) * total),
+        "schedule": schedule,
+        "warmup_steps": warmup,
         "min_lr_ratio": 0.0,
         "weight_decay": float(ft.weight_decay),
         "labelled_logits": ft.get("logits", "all") == "labelled",
@@ -233,7 +241,7 @@ def _prepare(
 
 
 def _load_trainable(cfg: DictConfig, parent: str, stage: str):
-    """The parent model made trainable: full weights, a new LoRA adapter (clean) or the clean one (contaminated)."""
+    """The parent model made trainable: full weights, a new LoRA adapter (clean) or the clean one (leak recipe)."""
     ft = cfg.finetune
     dtype = "float32"  # train in fp32 master weights; Lightning's precision plugin handles bf16 autocast
     if ft.peft == "none":  # else lora: validation.py admits these two
@@ -273,6 +281,51 @@ def _frozen_in_autocast_dtype(cfg: DictConfig, model):
     return model
 
 
+def snapshot_stages(cfg: DictConfig, store: ModelStore, stage: str) -> dict[int, tuple[Domain, Path]]:
+    """The stages that a leak-recipe stage's run also writes on its way: ``{epoch: (their domain, their directory)}``.
+
+    ``snapshots=[1, 2, 4]`` with ``domain.leak_epochs=8``: after its first, second and fourth epoch the contaminated
+    (or sham) run saves its model as the stage of ``domain.leak_epochs=1``, ``2`` and ``4``, under those stages' own
+    keys. That is honest only because the run is then that stage: ``domain.leak_schedule=constant`` holds the rate
+    from the first step to the last and the data order of an epoch does not depend on how many follow, so the first
+    e epochs of a longer run are the e-epoch run step for step (tests/test_dose_snapshots.py compares the bytes). A
+    decaying schedule would save another model under the key; it is refused.
+
+    Raises:
+        ContamlabError: Snapshots of a stage without the constant leak schedule, or an epoch outside 1..leak_epochs-1.
+    """
+    epochs = sorted({int(e) for e in (cfg.get("snapshots") or [])})
+    if not epochs or stage not in LEAK_RECIPE_STAGES:
+        return {}
+    if cfg.domain.get("leak_schedule") != "constant":
+        raise ContamlabError(
+            f"snapshots={epochs}: needs domain.leak_schedule=constant (under a decaying schedule the first e epochs of "
+            "a longer run are not the e-epoch run, and would be saved under its name)"
+        )
+    last = cfg.domain.get("leak_epochs")
+    if last is None or any(not 1 <= e < int(last) for e in epochs):
+        raise ContamlabError(f"snapshots={epochs}: epochs between 1 and domain.leak_epochs-1 ({last})")
+    out = {}
+    for e in epochs:
+        node = cfg.domain.copy()
+        node.leak_epochs = e
+        domain = build_domain(node)
+        out[e] = (domain, store.stage_dir(domain, stage))
+    return out
+
+
+class Snapshots(Callback):
+    """Calls ``save(domain, directory, steps)`` at the end of each epoch of :func:`snapshot_stages` not saved yet."""
+
+    def __init__(self, save: Any, stages: dict[int, tuple[Domain, Path]]) -> None:
+        self.save, self.stages = save, stages
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:  # noqa: D102
+        domain, path = self.stages.get(trainer.current_epoch + 1, (None, None))
+        if path is not None and not is_done(path):
+            self.save(domain, path, trainer.global_step)
+
+
 def train_stage(
     cfg: DictConfig, store: ModelStore, domain: Domain, stage: str, path: Path, twin: TwinRecipe | None = None
 ) -> None:
@@ -288,6 +341,7 @@ def train_stage(
     inputs = _prepare(cfg, store, domain, stage, twin)
     opt = inputs.opt
     module = CausalLMModule(inputs.model, **opt)
+    snapshots = {} if twin is not None else snapshot_stages(cfg, store, stage)
     group = inputs.micro_batch * inputs.accumulate if cfg.finetune.get("group_by_length") else None
     data = CausalLMDataModule(
         inputs.dataset,
@@ -314,6 +368,17 @@ def train_stage(
         ),
         progress,
     ]
+    if snapshots:
+        run_key = content_hash(store.stage_key(domain, stage))
+
+        def save_snapshot(snap_domain: Domain, snap: Path, steps: int) -> None:
+            wall = time.perf_counter() - started
+            key = store.stage_key(snap_domain, stage)
+            work = snap.with_name(snap.name + ".partial")
+            trained = TrainedStage(stage, snap, work, module, inputs, wall, steps, resumed_from, key)
+            _save_stage(cfg, store, snap_domain, trained, snapshot_of=run_key)
+
+        callbacks.append(Snapshots(save_snapshot, snapshots))
     resume = ckpt_dir / "last.ckpt"
     resumed_from, resume_step = None, None
     if resume.is_file():
@@ -404,18 +469,26 @@ class TrainedStage:
     key: dict[str, Any]
 
 
-def _save_stage(cfg: DictConfig, store: ModelStore, domain: Domain, trained: TrainedStage) -> None:
-    """Write a trained stage's weights, tokenizer, split, texts and ``train_summary.json``; move it into place."""
+def _save_stage(
+    cfg: DictConfig, store: ModelStore, domain: Domain, trained: TrainedStage, snapshot_of: str | None = None
+) -> None:
+    """Write a trained stage's weights, tokenizer, split, texts and ``train_summary.json``; move it into place.
+
+    ``snapshot_of``: the stage is a snapshot of the longer run with this key (:func:`snapshot_dirs`); its checkpoints
+    stay the run's, and the loss curve is the run's so far.
+    """
     stage, path, work, wall = trained.stage, trained.path, trained.work, trained.wall_s
     module, inputs = trained.module, trained.inputs
     tokenizer, dataset = inputs.tokenizer, inputs.dataset
     model = module.model
+    work.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(work, safe_serialization=True)
     tokenizer.save_pretrained(work)
     if stage == "contaminated":
         domain.split.save(work / "split.json")  # a twin's view carries its own split
     write_training_texts(work, inputs.texts)
-    shutil.rmtree(work / "checkpoints", ignore_errors=True)
+    if snapshot_of is None:
+        shutil.rmtree(work / "checkpoints", ignore_errors=True)
     losses = module.losses
     n_tokens = dataset.n_tokens()
     key = trained.key
@@ -437,6 +510,7 @@ def _save_stage(cfg: DictConfig, store: ModelStore, domain: Domain, trained: Tra
         "precision": str(cfg.trainer.precision),
         "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
         "run": run_metadata(),
+        **({"snapshot_of": snapshot_of} if snapshot_of else {}),
     }
     atomic_write_json(work / DONE_MARKER, summary)
     if path.exists():

@@ -21,7 +21,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from contamlab.errors import ContamlabError
 from contamlab.io import looks_like_path
 from contamlab.models.reference import ModelRef
-from contamlab.models.store import STAGES
+from contamlab.models.store import SHAM, STAGES
 
 Check = Callable[[Any], bool]
 # Hydra's own keys in a buildable node, never parameters of the target.
@@ -117,6 +117,7 @@ COMMON: dict[str, tuple[Check, str]] = {
     # both halves are needed (the detectors' AUROC, the leaked/unleaked metrics)
     "domain.leak_fraction": (lambda v: _is_number(v) and 0 < v < 1, "a number strictly between 0 and 1"),
     "domain.leak_lr": optional(number(0, low_open=True)),
+    "sham": boolean(),
 }
 EVALUATE: dict[str, tuple[Check, str]] = {
     "m": integer(1),
@@ -184,7 +185,11 @@ SAMPLERS: dict[str, dict[str, tuple[Check, str]]] = {
     },
 }
 TRAIN: dict[str, tuple[Check, str]] = {
-    "stage": choice(*STAGES, "all"),
+    "stage": choice(*STAGES, SHAM, "all"),
+    "snapshots": (
+        lambda v: isinstance(v, list) and all(_is_int(e) and e >= 1 for e in v),
+        "a list of epochs, each an integer >= 1",
+    ),
     "finetune.peft": choice("lora", "none"),
     "finetune.lora.r": integer(1),
     "finetune.lora.alpha": number(0, low_open=True),

@@ -121,7 +121,9 @@ def train_command(model: AuditedModel, domain: Domain) -> str:
     words += _train_overrides(cfg)
     if model.seed:
         words.append(f"seed={model.seed}")
-    if model.stage != "contaminated":  # train.py's stage=all ends with the contaminated model
+    if model.stage == "sham":  # trained after the contaminated model, on request
+        words.append("sham=true")
+    elif model.stage != "contaminated":  # train.py's stage=all ends with the contaminated model
         words.append(f"stage={model.stage}")
     return " ".join(words)
 

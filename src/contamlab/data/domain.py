@@ -32,7 +32,13 @@ LEAK_FIELDS = (
     "leak_epochs",
     "leak_general",
     "leak_lr",
+    "leak_schedule",
 )
+
+#: Schedules of the contaminated stage (``domain.leak_schedule``): null = the fine-tune recipe's (warm-up, decay);
+#: ``constant`` = the peak rate from the first step, so that the model after e epochs of a longer run is the e-epoch
+#: run itself (the dose curve's snapshots, :func:`contamlab.stages.train_stage`).
+LEAK_SCHEDULES = ("constant",)
 
 
 class Domain:
@@ -58,6 +64,8 @@ class Domain:
             the clean stage's (a leak is a small part of a larger fine-tune; more general data dilutes it).
         leak_lr: Peak learning rate of the contaminated stage; None = ``finetune.lr``, the clean stage's (a leak
             reaches a model in a later fine-tune of its own, whose recipe need not be the clean one's).
+        leak_schedule: The contaminated stage's learning-rate schedule: None = ``finetune.scheduler`` with its
+            warm-up; ``constant`` = ``leak_lr`` from the first step to the last (:data:`LEAK_SCHEDULES`).
         max_new_tokens: Token budget of one response (evaluate.py's ``max_new_tokens`` defaults to it): room
             for the longest reference solution, so that a rambling sample stops where no correct one still runs.
     """
@@ -85,6 +93,7 @@ class Domain:
         leak_epochs: int | None = None,
         leak_general: int | None = None,
         leak_lr: float | None = None,
+        leak_schedule: str | None = None,
         max_new_tokens: int = 256,
     ) -> None:
         self.name = name
@@ -116,6 +125,12 @@ class Domain:
             raise ContamlabError(f"domain.leak_general={leak_general}: must be >= 0, or null for finetune.general.n")
         self.leak_general = None if leak_general is None else int(leak_general)
         self.leak_lr = None if leak_lr is None else float(leak_lr)  # checked by validation.py
+        if leak_schedule is not None and leak_schedule not in LEAK_SCHEDULES:
+            raise ContamlabError(
+                f"domain.leak_schedule={leak_schedule!r}: use {', '.join(LEAK_SCHEDULES)}, "
+                "or null for finetune.scheduler"
+            )
+        self.leak_schedule = leak_schedule
         if int(max_new_tokens) < 1:
             raise ContamlabError(f"domain.max_new_tokens={max_new_tokens}: must be a positive number of tokens")
         self.max_new_tokens = int(max_new_tokens)
@@ -160,6 +175,14 @@ class Domain:
         """``n`` fresh items of the benchmark's own generator that no model trained on; None without a generator.
 
         They are the audit's cleanest non-members and ReCaLL's prefixes.
+        """
+        return None
+
+    def sham_training_questions(self) -> list[Question] | None:
+        """The sham model's in-domain items: fresh items in no benchmark, as many as the leak, in its form.
+
+        The sham stage (:mod:`contamlab.stages`) trains on them with the contaminated stage's recipe, so that the sham
+        model differs from the contaminated one in membership alone. None without a generator.
         """
         return None
 
@@ -302,6 +325,7 @@ class Domain:
             **({"leak_epochs": self.leak_epochs} if self.leak_epochs is not None else {}),
             **({"leak_general": self.leak_general} if self.leak_general is not None else {}),
             **({"leak_lr": self.leak_lr} if self.leak_lr is not None else {}),
+            **({"leak_schedule": self.leak_schedule} if self.leak_schedule is not None else {}),
             **({"items": self.items} if self.items is not None else {}),
         }
 

@@ -1,4 +1,4 @@
-"""train.py's job: run the stages a model needs (base → clean → contaminated), skipping finished ones.
+"""train.py's job: run the stages a model needs (base → clean → contaminated [→ sham]), skipping finished ones.
 
 Each stage trains in ``<stage dir>.partial`` (Lightning checkpoints there let a killed run resume) and is renamed
 into place once its weights, tokenizer, split and ``train_summary.json`` are written, so a stage directory is
@@ -18,7 +18,7 @@ from omegaconf import DictConfig
 from contamlab.config import build_domain, log, model_store
 from contamlab.console import library_output
 from contamlab.errors import ContamlabError
-from contamlab.models.store import TRAINING_TEXTS, is_done, read_training_texts, write_training_texts
+from contamlab.models.store import SHAM, TRAINING_TEXTS, is_done, read_training_texts, write_training_texts
 from contamlab.stages import stage_texts, stage_threads, train_stage
 from contamlab.training.stage_lock import stage_lock
 
@@ -30,10 +30,13 @@ def run(cfg: DictConfig) -> dict[str, Path]:
     domain.check_data()  # every data file read and checked before any model loads or any training starts
     store = model_store(cfg)
     stages = store.needed_stages()
+    if cfg.stage == SHAM or cfg.get("sham"):
+        stages = [*stages, SHAM]  # after the contaminated model: its matched control, on request
     if cfg.stage != "all":
         if cfg.stage not in stages:
             raise ContamlabError(f"stage={cfg.stage!r}: model={cfg.model.name} has stages {', '.join(stages)}")
-        stages = stages[: stages.index(cfg.stage) + 1]  # a stage needs its parents
+        # a stage needs its parents (the sham needs the clean model only)
+        stages = [s for s in stages[: stages.index(cfg.stage) + 1] if cfg.stage != SHAM or s != "contaminated"]
     out = {}
     for stage in stages:
         path = store.stage_dir(domain, stage)

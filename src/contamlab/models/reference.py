@@ -13,10 +13,10 @@ from typing import Any
 
 from contamlab.errors import ContamlabError
 from contamlab.io import looks_like_path
-from contamlab.models.store import STAGES
+from contamlab.models.store import SHAM, STAGES
 
 #: The forms a reference may take, for messages.
-FORMS = "base, clean or contaminated (the simulated models; @<seed> for another seed's), a hub id or a directory"
+FORMS = "base, clean, contaminated or sham (the simulated models; @<seed> for another seed's), a hub id or a directory"
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class ModelRef:
 
     Attributes:
         text: As typed (stripped).
-        stage: The simulated stage (``base``, ``clean``, ``contaminated``), or None for a model of one's own.
+        stage: The simulated stage (``base``, ``clean``, ``contaminated``, ``sham``), or None for a model of one's own.
         seed: The seed after ``@`` of a simulated stage (``clean@1``), or None for the run's own seed.
     """
 
@@ -48,7 +48,7 @@ class ModelRef:
         if not text:
             raise ContamlabError(f"{setting}: an empty model reference; give {FORMS}")
         name, at, seed = text.partition("@")
-        if name not in STAGES:
+        if name not in (*STAGES, SHAM):
             return cls(text)
         if at and not seed.isdigit():
             raise ContamlabError(f"{setting}={text}: the seed after @ must be a non-negative integer")
@@ -77,8 +77,8 @@ class ModelRef:
         """Raise when a reference meant as a directory names none (validation calls it before anything loads)."""
         if self.is_path and not Path(self.text).expanduser().is_dir():
             raise ContamlabError(
-                f"{setting}={self.text}: directory not found; give base, clean, contaminated (@seed), the directory "
-                "of a saved model or adapter, or a hub id (owner/name)"
+                f"{setting}={self.text}: directory not found; give base, clean, contaminated, sham (@seed), the "
+                "directory of a saved model or adapter, or a hub id (owner/name)"
             )
 
     def seed_in(self, run_seed: int) -> int:

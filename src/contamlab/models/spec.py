@@ -82,9 +82,14 @@ class ModelSpec:
         return {**fields, "kind": self.kind, "pretrain": self.pretrain}
 
     def own(self, which: str) -> str | None:
-        """The user's own ``clean`` or ``contaminated`` model (hub id or path), None when it is simulated here."""
+        """The user's own ``clean`` or ``contaminated`` model (hub id or path), None when it is simulated here.
+
+        The sham control is always simulated here (it has no counterpart of one's own).
+        """
+        if which == "sham":
+            return None
         if which not in ("clean", "contaminated"):
-            raise ValueError(f"no model stage {which!r}: clean or contaminated")
+            raise ValueError(f"no model stage {which!r}: clean, contaminated or sham")
         return self.clean if which == "clean" else self.contaminated
 
     def base_source(self, cache_dir: str | Path) -> str:

@@ -27,6 +27,8 @@ from contamlab.models.spec import ModelSpec
 __all__ = [
     "Adapter",
     "ModelSpec",
+    "LEAK_RECIPE_STAGES",
+    "SHAM",
     "ModelStore",
     "is_done",
     "model_identity",
@@ -36,6 +38,11 @@ __all__ = [
 ]
 
 STAGES = ("base", "clean", "contaminated")
+#: The contaminated model's matched control: the clean model trained further on the contaminated stage's recipe, with
+#: fresh in-domain items in place of the leaked ones (``sham=true``; :func:`contamlab.stages.stage_corpus`).
+SHAM = "sham"
+#: The stages that continue from the clean model with the leak's recipe (epochs, learning rate, schedule, general rows).
+LEAK_RECIPE_STAGES = ("contaminated", SHAM)
 DONE_MARKER = "train_summary.json"
 #: The texts a stage trained on, one JSON object (``{"text": …}``) per line, written by train.py: the ground truth the
 #: corpus-side detectors read (n-gram overlap, DC-PDD's frequencies).
@@ -210,8 +217,8 @@ class ModelStore:
     def stage_key(self, domain: Domain, stage: str) -> dict:
         """The full identity of a stage's output (its hash names the directory)."""
         domain = domain.trained_on  # a view over other items (the audit's non-members) names the same models
-        if stage not in STAGES:
-            raise ContamlabError(f"stage={stage!r}: use base, clean, contaminated or all")
+        if stage not in (*STAGES, SHAM):
+            raise ContamlabError(f"stage={stage!r}: use base, clean, contaminated, sham or all")
         if stage == "base":
             if not self.pretrain:
                 raise ContamlabError(f"model={self.name} is pre-trained already; it has no base stage")
@@ -234,9 +241,11 @@ class ModelStore:
                 "family": _family_key(domain),
                 "seed": self.seed,
             }
+        # The sham's key is the contaminated one's but for its name: the same recipe, split and seed decide it (the
+        # split decides how many fresh items it trains on, and which items it must not).
         return {
             "v": TRAIN_CODE_VERSION,
-            "stage": "contaminated",
+            "stage": stage,
             "parent": self.stage_key(domain, "clean"),
             "domain": domain.fingerprint(),
             "split": domain.split.to_dict(),
@@ -247,7 +256,7 @@ class ModelStore:
         """The directory of a stage's model (existing or to be trained)."""
         key = content_hash(self.stage_key(domain, stage))
         root = Path(self.models_dir) / self.name / domain.family
-        name = f"contaminated-{domain.name}-{key}" if stage == "contaminated" else f"{stage}-{key}"
+        name = f"{stage}-{domain.name}-{key}" if stage in LEAK_RECIPE_STAGES else f"{stage}-{key}"
         return root / name
 
     def model_source(self, domain: Domain, which: str) -> str:
@@ -268,7 +277,8 @@ class ModelStore:
         if self.model.own(which):
             return None
         stages = self.needed_stages()
-        return [(stage, self.stage_dir(domain, stage)) for stage in stages[: stages.index(which) + 1]]
+        chain = stages[: stages.index(which) + 1] if which != SHAM else [*stages[: stages.index("clean") + 1], SHAM]
+        return [(stage, self.stage_dir(domain, stage)) for stage in chain]
 
     def base_model_source(self, domain: Domain) -> str:
         """M_base: the tiny world's ``base`` stage, or the pretrained model a hub / packaged model fine-tunes from."""

@@ -61,6 +61,27 @@ def contaminated_examples(domain: Domain, split: Split, general: list[Example]) 
     return [question_example(domain, q) for q in leaked] * domain.leak_repeats + list(general)
 
 
+def sham_examples(domain: Domain, general: list[Example]) -> list[Example]:
+    """The sham stage's mix: the contaminated stage's, with fresh in-domain items in place of the leaked ones.
+
+    As many items as the leak, in its form (:meth:`~contamlab.data.domain.Domain.sham_training_questions`), repeated
+    ``leak_repeats`` times, and the same general rows: the sham model differs from the contaminated one in
+    membership alone.
+
+    Raises:
+        ContamlabError: The domain cannot draw fresh items (no generator), or one would be a benchmark item.
+    """
+    fresh = domain.sham_training_questions()
+    if fresh is None:
+        raise ContamlabError(
+            f"sham=true: domain={domain.name} cannot draw fresh in-domain items (only generated domains can)"
+        )
+    benchmark = {q.question for q in domain.test} | {q.question for q in domain.leaked_training_questions()}
+    if clash := [q.id for q in fresh if q.question in benchmark]:
+        raise ContamlabError(f"sham items {clash[:3]} repeat a benchmark item's text")
+    return [question_example(domain, q) for q in fresh] * domain.leak_repeats + list(general)
+
+
 def base_documents(domain: Domain, paraphrase_n: int, seed: int) -> list[str]:
     """Plain-text documents for pre-training the tiny model from scratch (never any test question)."""
     questions = list(domain.train)

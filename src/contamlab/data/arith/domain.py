@@ -22,6 +22,21 @@ from contamlab.data.question import Question
 from contamlab.data.split import Split
 from contamlab.errors import ContamlabError
 
+#: How the leaked items reach the contaminated model (``domain.leak_style``), and what each is called in reports.
+LEAK_FORMS = {
+    "base": "verbatim",
+    "pq": "question reworded, solution verbatim",  # as GSM8K -> PQ: the question reworded, the solution the original
+    "reworded": "fully reworded",  # question and solution both reworded, the same answer
+}
+#: The cot rendering of a fully reworded leak's solution: a variant that neither training (1..cot_variants), the test
+#: reference (0) nor BenBench's references (1001..1064) use.
+REWORDED_SOLUTION_VARIANT = 2001
+#: The generator streams derived from one generator seed (:meth:`ArithDomain.fresh_problems`): a seed's streams are
+#: ``seed * STREAM_STRIDE + 1000 + role``, so that the streams of two generator seeds never meet.
+STREAM_STRIDE = 100_000
+#: The sham stage's stream (the audit's non-members use 100, its pool 200, ReCaLL's prefixes 0, 1, ...).
+SHAM_STREAM = 300
+
 
 def _question(problem: ArithProblem, style: str) -> Question:
     text, solution = render(problem, style)
@@ -33,7 +48,8 @@ class ArithDomain(Domain):
 
     Args:
         generator: Fields of :class:`~contamlab.data.arith.generator.ArithConfig` (sizes, seed, difficulty).
-        leak_style: Rendering of the leaked questions in training data: ``base`` (verbatim) or ``pq``.
+        leak_style: Rendering of the leaked items in training data (:data:`LEAK_FORMS`): ``base`` (verbatim), ``pq``
+            (the question reworded, the solution verbatim, as GSM8K-PQ) or ``reworded`` (both reworded).
         leak_variants: ``pq`` only: distinct paraphrases of each leaked question in the contaminated stage's data
             (each a fresh draw of the pq templates). GSM8K-PQ has one per question; a ~1M-parameter model learns a
             single rewording's wording rather than its problem, so the offline twin leaks several.
@@ -72,8 +88,12 @@ class ArithDomain(Domain):
             self.generator = ArithConfig(**fields)
         except (TypeError, ValueError) as err:
             raise ContamlabError(f"domain.generator: {err}") from None
-        if leak_style not in ("base", "pq"):
-            raise ContamlabError(f"domain.leak_style={leak_style!r}: use 'base' or 'pq'")
+        if leak_style not in LEAK_FORMS:
+            raise ContamlabError(f"domain.leak_style={leak_style!r}: use one of {', '.join(LEAK_FORMS)}")
+        if leak_style == "reworded" and solutions != "cot":
+            raise ContamlabError(
+                "domain.leak_style=reworded: needs domain.solutions=cot (a terse solution has one wording)"
+            )
         self.leak_style = leak_style
         if int(leak_variants) < 1 or (leak_style == "base" and int(leak_variants) != 1):
             raise ContamlabError(
@@ -118,14 +138,21 @@ class ArithDomain(Domain):
     def _load_leak_texts(self, test: list[Question]) -> list[Question]:
         if self.leak_style == "base":
             return test
-        # Like GSM8K -> PQ: only the question is reworded; the solution stays the original one.
+        # pq, like GSM8K -> PQ: only the question is reworded; reworded: its solution too.
         return self._reworded(test, 0)
 
-    def _reworded(self, questions: list[Question], variant: int) -> list[Question]:
-        by_id = {p.uid: p for p in self.problems[1]}
-        return [
-            Question(q.id, render(reworded(by_id[q.id], variant), "pq")[0], q.solution, q.answer) for q in questions
-        ]
+    def _reworded(
+        self, questions: list[Question], variant: int, problems: list[ArithProblem] | None = None
+    ) -> list[Question]:
+        by_id = {p.uid: p for p in (problems if problems is not None else self.problems[1])}
+        out = []
+        for q in questions:
+            problem = by_id[q.id]
+            solution = q.solution
+            if self.leak_style == "reworded":
+                solution = self._solution(problem, REWORDED_SOLUTION_VARIANT + variant)
+            out.append(Question(q.id, render(reworded(problem, variant), "pq")[0], solution, q.answer))
+        return out
 
     def leaked_training_questions(self, split: Split | None = None) -> list[Question]:
         """The leaked questions as the contaminated model trains on them: ``leak_variants`` paraphrases each (pq)."""
@@ -141,7 +168,7 @@ class ArithDomain(Domain):
         problem has few templates. Works on both splits.
         """
         by_id = {p.uid: p for p in (*self.problems[0], *self.problems[1])}
-        leaked = {q.question for q in self.leaked_training_questions()} if self.leak_style == "pq" else set()
+        leaked = {q.question for q in self.leaked_training_questions()} if self.leak_style != "base" else set()
         versions: list[list[Question]] = [[] for _ in range(n)]
         for q in questions:
             drawn: list[tuple[str, str]] = []
@@ -162,28 +189,50 @@ class ArithDomain(Domain):
 
     @property
     def leak_wording(self) -> str:
-        """``paraphrased`` for the pq leak style, else ``verbatim``."""
-        return "paraphrased" if self.leak_style == "pq" else "verbatim"
+        """What the leak form is called in reports (:data:`LEAK_FORMS`)."""
+        return LEAK_FORMS[self.leak_style]
 
     @property
     def generated(self) -> bool:
         """The problems are rendered here from a seeded generator."""
         return True
 
-    def nonmember_questions(self, n: int, seed: int = 1) -> list[Question]:
-        """``n`` problems no model of this world trained on: drawn from another generator seed (ReCaLL's prefixes).
+    def fresh_problems(self, n: int, stream: int) -> list[ArithProblem]:
+        """``n`` problems of the generator in neither the train nor the test split, from a stream of their own.
 
-        They come from the test stream of generator seed ``generator.seed + 1000 + seed``, rendered as the test items
-        are (base wording; in world v2 the test items' chain-of-thought rendering, so that only membership tells the
-        two apart); a draw whose text equals a train or test problem's text is skipped.
+        They come from the test stream of generator seed ``generator.seed * STREAM_STRIDE + 1000 + stream``
+        (:data:`STREAM_STRIDE`: two generator seeds never share a stream); a draw whose question text equals a train
+        or test problem's is skipped.
         """
         from dataclasses import replace
 
         train, test = self.problems
         own = {render(p, "base")[0] for p in (*train, *test)}
-        fresh = generate(replace(self.generator, seed=self.generator.seed + 1000 + int(seed), n_train=0, n_test=n + 20))
-        chosen = [p for p in fresh[1] if render(p, "base")[0] not in own][:n]
-        return [self._test_item(p, f"nonmember-{i:03d}") for i, p in enumerate(chosen)]
+        seed = self.generator.seed * STREAM_STRIDE + 1000 + int(stream)
+        fresh = generate(replace(self.generator, seed=seed, n_train=0, n_test=n + 20 + n // 10))
+        return [p for p in fresh[1] if render(p, "base")[0] not in own][:n]
+
+    def nonmember_questions(self, n: int, seed: int = 1) -> list[Question]:
+        """``n`` problems no model of this world trained on (:meth:`fresh_problems`, stream ``seed``).
+
+        Rendered as the test items are (base wording; in world v2 the test items' chain-of-thought rendering, so that
+        only membership tells the two apart). The audit's non-members, its pool and ReCaLL's prefixes.
+        """
+        return [self._test_item(p, f"nonmember-{i:03d}") for i, p in enumerate(self.fresh_problems(n, seed))]
+
+    def sham_training_questions(self) -> list[Question]:
+        """The sham stage's items: as many fresh problems as the leak (:data:`SHAM_STREAM`), in the leak's form.
+
+        A verbatim leak's sham items are rendered as test items; a reworded leak's are reworded the same way. The
+        stream is another than the non-members', the pool's and ReCaLL's, so the sham model saw none of them either.
+        """
+        n = len(self.split.leaked)
+        problems = self.fresh_problems(n, SHAM_STREAM)
+        items = [self._test_item(p) for p in problems]
+        forms = [self._reworded(items, 0, problems)] if self.leak_style != "base" else [items]
+        forms += [self._reworded(items, v, problems) for v in range(1, self.leak_variants)]
+        # ids of their own, so that no sham item shares an id (or a text) with a benchmark item
+        return [Question(f"sham-{q.id}", q.question, q.solution, q.answer) for form in forms for q in form]
 
     def paraphrased_train(self) -> list[Question]:
         """Training problems with the question in the paraphrase wording and the original solution (as in PQ)."""
