@@ -313,6 +313,35 @@ real-world-error-rates: $(STAMP) ## Error-rate audits of the real-LM world's mod
 			audit.references=[clean@$$ref] $(RWC_AUDIT) hydra.sweep.dir=$(RWC)/$$model-$$seed-pq || exit 1; done; done
 	$(PY) -m contamlab.analysis.real_world $(RWC) --models $(RW_MODELS_DIR)
 
+# The evidence study (docs/real_world.md#the-evidence-study): per model, leak form and seed, one run of the leak's
+# recipe at EV_TOP epochs and its sham control, saved at the doses of EV_DOSES on the way (snapshots of a constant-rate
+# run are those runs), and the detectors of EV_DETECTORS on each dose's contaminated, sham and clean model, reading
+# each text view. Then the committed artifacts (results/evidence) and the tables generated from them. The default grid
+# (SmolLM2, the verbatim leak, three seeds) is about 80 min on two cores; EV_MODELS="smollm2 gemma3" and
+# EV_FORMS="real_world real_world_pq real_world_reworded" for the full one (several hours).
+EV ?= outputs/evidence
+EV_MODELS ?= smollm2
+EV_SEEDS ?= 0 1 2
+EV_FORMS ?= real_world
+EV_DOSES ?= 1 2 4 8
+EV_TOP ?= 8
+EV_SNAPSHOTS ?= [1,2,4]
+EV_DETECTORS ?= loss,zlib,mink,minkpp
+EV_VIEWS ?= document,question,answer
+EV_ARGS ?=        # overrides for every job
+
+evidence: $(STAMP) ## The evidence study: sham controls, a dose curve, independent seeds -> results/evidence, docs tables
+	for model in $(EV_MODELS); do for seed in $(EV_SEEDS); do for exp in $(EV_FORMS); do \
+		$(PY) train.py experiment=$$exp model=$$model seed=$$seed domain.leak_epochs=$(EV_TOP) \
+			snapshots=$(EV_SNAPSHOTS) trainer.enable_progress_bar=false $(EV_ARGS) \
+			hydra.run.dir=$(EV)/train/$$model-$$exp-$$seed || exit 1; \
+		for dose in $(EV_DOSES); do \
+			$(EVAL) experiment=$$exp model=$$model seed=$$seed domain.leak_epochs=$$dose strategy=none \
+				detector=$(EV_DETECTORS) detector.text=$(EV_VIEWS) $(EV_ARGS) \
+				hydra.sweep.dir=$(EV)/detect/$$model-$$exp-$$seed-e$$dose || exit 1; done; done; done; done
+	$(PY) -m contamlab.analysis.evidence collect $(EV) --out results/evidence
+	$(PY) -m contamlab.analysis.evidence tables
+
 # A .partial stage directory is a training run that was killed and never resumed (or is still running): skip its runs.
 sync: $(STAMP) ## Upload offline W&B runs (needs WANDB_API_KEY; skips unfinished .partial stages)
 	find outputs -type d -name 'offline-run-*' -not -path '*.partial/*' -print0 | xargs -0 -r $(VENV)/bin/wandb sync
@@ -324,5 +353,5 @@ clean: ## Remove outputs, caches and the virtual environment
 	rm -rf outputs multirun .pytest_cache .ruff_cache $(VENV)
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-.PHONY: help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
+.PHONY: evidence help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
 	_repro-arith_pq reproduce-profile meta-audit _meta-0 _meta-1 real-audit real-audit-error-rates real-world real-world-error-rates bench bench-smollm2 smollm2-run sync wandb-report clean
