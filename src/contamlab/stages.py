@@ -122,6 +122,53 @@ class StageInputs:
     texts: list[str]
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """The optimisation of one fine-tuning stage, as :func:`stage_recipe` decides it.
+
+    Attributes:
+        lr: Peak learning rate.
+        epochs: Passes over the stage's rows.
+        schedule: ``cosine``, ``linear`` or ``constant``.
+        warmup_steps: Linear warm-up steps.
+        total_steps: Optimiser steps.
+        micro_batch: Rows per forward pass.
+        accumulate: Micro-batches per optimiser step.
+        weight_decay: AdamW's weight decay.
+    """
+
+    lr: float
+    epochs: int
+    schedule: str
+    warmup_steps: int
+    total_steps: int
+    micro_batch: int
+    accumulate: int
+    weight_decay: float
+
+
+def stage_recipe(cfg: DictConfig, domain: Domain, stage: str, n_rows: int, twin: TwinRecipe | None = None) -> Recipe:
+    """How a fine-tuning stage of ``n_rows`` rows trains: the one place that decides it for every stage and twin.
+
+    The contaminated stage, its sham control and the error-rate audit's twins all take the leak's recipe here
+    (``domain.leak_epochs``, ``leak_lr``, ``leak_schedule``; a twin its dose's epochs and rate), so that they differ in
+    what they read alone.
+    """
+    ft = cfg.finetune
+    micro, global_batch = int(ft.micro_batch), int(ft.global_batch)  # a multiple of micro: validation.py checks it
+    steps_per_epoch = -(-n_rows // global_batch)
+    if twin is not None:
+        epochs, lr = twin.epochs, twin.lr
+    else:
+        epochs = int(ft.epochs) if stage == "clean" else contaminated_epochs(cfg, domain)
+        lr = stage_lr(cfg, domain, stage)
+    total = steps_per_epoch * epochs
+    schedule, warmup = str(ft.scheduler), round(float(ft.warmup) * total)
+    if stage in LEAK_RECIPE_STAGES and domain.leak_schedule == "constant":
+        schedule, warmup = "constant", 0  # the e-epoch state of a longer run is then the e-epoch run (snapshots)
+    return Recipe(float(lr), int(epochs), schedule, warmup, total, micro, global_batch // micro, float(ft.weight_decay))
+
+
 def stage_threads(cfg: DictConfig, stage: str) -> int:
     """Torch CPU threads of a stage: ``base.num_threads`` for the base stage, else ``trainer.num_threads``.
 
@@ -216,27 +263,17 @@ def _prepare(
     tokenizer = load_tokenizer(parent)
     model = _load_trainable(cfg, parent, stage)
     dataset = ExampleDataset(examples, tokenizer, int(ft.max_length), ft.loss_on)
-    micro, global_batch = int(ft.micro_batch), int(ft.global_batch)  # a multiple of micro: validation.py checks it
-    accumulate = global_batch // micro
-    steps_per_epoch = -(-len(dataset) // global_batch)
-    if twin is not None:
-        epochs, lr = twin.epochs, twin.lr
-    else:
-        epochs = int(ft.epochs) if stage == "clean" else contaminated_epochs(cfg, domain)
-        lr = stage_lr(cfg, domain, stage)
-    total = steps_per_epoch * epochs
-    schedule, warmup = ft.scheduler, round(float(ft.warmup) * total)
-    if stage in LEAK_RECIPE_STAGES and domain.leak_schedule == "constant":
-        schedule, warmup = "constant", 0  # the e-epoch state of a longer run is then the e-epoch run (snapshots)
+    recipe = stage_recipe(cfg, domain, stage, len(dataset), twin)
     opt = {
-        "lr": lr,
-        "total_steps": total,
-        "schedule": schedule,
-        "warmup_steps": warmup,
+        "lr": recipe.lr,
+        "total_steps": recipe.total_steps,
+        "schedule": recipe.schedule,
+        "warmup_steps": recipe.warmup_steps,
         "min_lr_ratio": 0.0,
-        "weight_decay": float(ft.weight_decay),
+        "weight_decay": recipe.weight_decay,
         "labelled_logits": ft.get("logits", "all") == "labelled",
     }
+    micro, accumulate = recipe.micro_batch, recipe.accumulate
     return StageInputs(model, tokenizer, dataset, opt, micro, accumulate, 1.0, False, _as_texts(examples))
 
 

@@ -226,6 +226,8 @@ class ErrorRates:
             "finetune": OmegaConf.to_container(self.cfg.finetune, resolve=True),
             "general": self.domain.leak_general,
             "seed": seed,
+            # the leak's schedule is the twin's too (contamlab.stages.stage_recipe); in the key only when set
+            **({"leak_schedule": self.domain.leak_schedule} if self.domain.leak_schedule else {}),
         }
 
     def train_twin(self, dose: Dose, seed: int, split: Split) -> Path:

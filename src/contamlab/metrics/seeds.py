@@ -11,17 +11,64 @@ it spans them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from contamlab.metrics.roc import auroc_draws
 
+#: A statistic of one seed's items under bootstrap draws: ``(seed index, member draws [K, P], non-member draws [K, N])``
+#: -> its value in each draw [K]. The identity draw (``arange``) gives the seed's point value.
+Statistic = Callable[[int, np.ndarray, np.ndarray], np.ndarray]
+
+
+def two_level(
+    sizes: Sequence[tuple[int, int]],
+    statistic: Statistic,
+    n_boot: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[float, tuple[float, float], list[float]]:
+    """Any per-seed statistic of members and non-members, averaged over seeds, with its two-level interval.
+
+    Each replicate draws S seeds with replacement and, for each place, that seed's members and non-members with
+    replacement (stratified); the replicate's value is the mean of the S drawn seeds' statistics. A statistic that
+    reads several models' scores at the same drawn indices (a paired difference) is resampled paired.
+
+    Args:
+        sizes: Per seed, (members P_s, non-members N_s), each >= 1.
+        statistic: See :data:`Statistic`.
+        n_boot: Bootstrap replicates.
+        seed: Seed of the draws.
+        confidence: Coverage of the interval.
+
+    Returns:
+        ``(mean of the seeds' values, (low, high), the per-seed values)``.
+    """
+    rng = np.random.default_rng(seed)
+    n_seeds = len(sizes)
+    if n_seeds == 0:
+        raise ValueError("two_level: no seeds")
+    points, item_draws = [], []
+    for s, (n_pos, n_neg) in enumerate(sizes):
+        points.append(float(statistic(s, np.arange(n_pos)[None, :], np.arange(n_neg)[None, :])[0]))
+        # one independent item draw per (replicate, place among the S drawn seeds): a seed drawn twice in a replicate
+        # gets two item draws of its own
+        idx_pos = rng.integers(0, n_pos, (n_boot * n_seeds, n_pos))
+        idx_neg = rng.integers(0, n_neg, (n_boot * n_seeds, n_neg))
+        item_draws.append(np.asarray(statistic(s, idx_pos, idx_neg)).reshape(n_boot, n_seeds))  # [B, S]
+    table = np.stack(item_draws)  # [S seeds, B, S places]
+    picked = rng.integers(0, n_seeds, (n_boot, n_seeds))  # [B, S]: which seed fills each place
+    replicates = table[picked, np.arange(n_boot)[:, None], np.arange(n_seeds)[None, :]].mean(axis=1)  # [B]
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(replicates, [alpha, 1 - alpha])
+    return float(np.mean(points)), (float(low), float(high)), points
+
 
 def two_level_auroc(
     seeds: Sequence[tuple[np.ndarray, np.ndarray]], n_boot: int = 2000, seed: int = 0, confidence: float = 0.95
 ) -> tuple[float, tuple[float, float], list[float]]:
-    """The mean AUROC over seeds with its two-level bootstrap interval.
+    """The mean AUROC over seeds with its two-level bootstrap interval (:func:`two_level`).
 
     Args:
         seeds: Per seed, (member scores [P_s], non-member scores [N_s]), finite, each side non-empty.
@@ -32,23 +79,9 @@ def two_level_auroc(
     Returns:
         ``(mean of the seeds' AUROCs, (low, high), the per-seed AUROCs)``.
     """
-    rng = np.random.default_rng(seed)
-    n_seeds = len(seeds)
-    if n_seeds == 0:
-        raise ValueError("two_level_auroc: no seeds")
-    points, item_draws = [], []
-    for pos, neg in seeds:
-        pos, neg = np.asarray(pos, np.float64), np.asarray(neg, np.float64)
-        everything = (np.arange(pos.size)[None, :], np.arange(neg.size)[None, :])
-        points.append(float(auroc_draws(pos, neg, *everything)[0]))
-        # one independent item draw per (replicate, place among the S drawn seeds): a seed drawn twice in a replicate
-        # gets two item draws of its own
-        idx_pos = rng.integers(0, pos.size, (n_boot * n_seeds, pos.size))
-        idx_neg = rng.integers(0, neg.size, (n_boot * n_seeds, neg.size))
-        item_draws.append(auroc_draws(pos, neg, idx_pos, idx_neg).reshape(n_boot, n_seeds))  # [B, S]
-    table = np.stack(item_draws)  # [S seeds, B, S places]
-    picked = rng.integers(0, n_seeds, (n_boot, n_seeds))  # [B, S]: which seed fills each place
-    replicates = table[picked, np.arange(n_boot)[:, None], np.arange(n_seeds)[None, :]].mean(axis=1)  # [B]
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(replicates, [alpha, 1 - alpha])
-    return float(np.mean(points)), (float(low), float(high)), points
+    data = [(np.asarray(p, np.float64), np.asarray(n, np.float64)) for p, n in seeds]
+
+    def auroc(s: int, idx_pos: np.ndarray, idx_neg: np.ndarray) -> np.ndarray:
+        return auroc_draws(*data[s], idx_pos, idx_neg)
+
+    return two_level([(p.size, n.size) for p, n in data], auroc, n_boot, seed, confidence)

@@ -1,0 +1,448 @@
+"""The evidence study's committed artifacts, and the tables and figure generated from them (``make evidence``).
+
+``collect`` turns a run of ``make evidence`` (its ``train/`` and ``detect/`` folders) into one small JSON file per
+(model, leak form, seed) under ``results/evidence/``: the test items and which leaked, every per-item score of every
+reading (detector x text view) on the clean model and on each dose's contaminated and sham model, the commands, the
+commit, the machine and the wall times. ``tables`` reads those files alone and writes ``docs/results_evidence.md``
+and its figure; ``tests/test_evidence_artifacts.py`` fails when the page differs from what the files give.
+
+The statistics follow the analysis plan of docs/real_world.md#analysis-plan: per-item AUROC (leaked against
+unleaked), two-level bootstrap intervals over seeds (:func:`contamlab.metrics.seeds.two_level`), paired where two
+models are compared on the same items, and the loss drop as the leak's strength on a model-free scale.
+
+    python -m contamlab.analysis.evidence collect outputs/evidence --out results/evidence
+    python -m contamlab.analysis.evidence tables
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from contamlab.io import atomic_write_json, atomic_write_text
+from contamlab.metrics.roc import auroc_draws
+from contamlab.metrics.seeds import two_level
+
+ARTIFACTS = Path("results/evidence")
+PAGE = Path("docs/results_evidence.md")
+FIGURE = Path("docs/figures/evidence_dose.png")
+#: Bootstrap settings of every interval on the page (the plan's).
+N_BOOT, BOOT_SEED = 2000, 0
+#: Models scored at each dose (the clean one once: it does not depend on the dose).
+DOSED = ("contaminated", "sham")
+DETECTORS = ("loss", "zlib", "mink", "minkpp")
+VIEWS = ("document", "question", "answer")
+NAMES = {"loss": "Loss", "zlib": "Zlib", "mink": "Min-K%", "minkpp": "Min-K%++"}
+MODELS = {"smollm2": "SmolLM2-135M", "gemma3": "Gemma-3-270m", "tiny": "tiny world"}
+FORMS = {
+    "real_world": "verbatim",
+    "real_world_pq": "question reworded, solution verbatim",
+    "real_world_reworded": "fully reworded",
+    "evidence_tiny": "verbatim",
+}
+_SWEEP = re.compile(r"^(?P<model>[a-z0-9]+)-(?P<exp>[a-z_]+)-(?P<seed>\d+)-e(?P<dose>\d+)$")
+
+
+# -- collect ----------------------------------------------------------------------------------------------------------
+def _overrides(job: Path) -> dict[str, str]:
+    """A Hydra job's command-line overrides (``.hydra/overrides.yaml``) as ``{key: value}``."""
+    lines = yaml.safe_load((job / ".hydra" / "overrides.yaml").read_text()) or []
+    return dict(line.split("=", 1) for line in lines)
+
+
+def _round(value: str) -> float | None:
+    return None if value == "" else float(f"{float(value):.6g}")
+
+
+def _read_job(job: Path) -> tuple[str, dict[str, dict[str, Any]], dict[str, Any]]:
+    """One detection job: its reading (``detector/view``), per-model score columns and its results.json."""
+    over = _overrides(job)
+    reading = f"{over['detector']}/{over.get('detector.text', 'document')}"
+    with (job / "detection_per_question.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    columns = {
+        "ids": [r["id"] for r in rows],
+        "leaked": [int(r["leaked"]) for r in rows],
+        **{m: [_round(r[f"score_{m}"]) for r in rows] for m in (*DOSED, "clean") if f"score_{m}" in rows[0]},
+    }
+    return reading, columns, json.loads((job / "results.json").read_text())
+
+
+def _train_summaries(train_dir: Path, doses: Sequence[int]) -> dict[str, Any]:
+    """Each trained stage's cost and identity, found through the train run's own config (its ``.hydra`` folder)."""
+    from contamlab.config import build_domain, compose, model_store
+
+    over = _overrides(train_dir)
+    out: dict[str, Any] = {"command": "python train.py " + " ".join(f"{k}={v}" for k, v in over.items())}
+    base = [f"{k}={v}" for k, v in over.items() if k not in ("snapshots", "hydra.run.dir")]
+    for dose in doses:
+        cfg = compose(
+            "train", [*[o for o in base if not o.startswith("domain.leak_epochs=")], f"domain.leak_epochs={dose}"]
+        )
+        store, domain = model_store(cfg), build_domain(cfg.domain)
+        for stage in ("clean", *DOSED):
+            if stage == "clean" and "clean" in out:
+                continue
+            summary = json.loads((store.stage_dir(domain, stage) / "train_summary.json").read_text())
+            entry = {k: summary.get(k) for k in ("key", "steps", "wall_s", "tokens_per_s", "tokens_per_epoch")}
+            entry["snapshot_of"] = summary.get("snapshot_of")
+            out["clean" if stage == "clean" else f"{stage}@{dose}"] = entry
+            out.setdefault("run", summary["run"])
+    return out
+
+
+def collect(run_dir: Path, out: Path) -> list[Path]:
+    """Write one artifact per (model, leak form, seed) of a ``make evidence`` run; return the files written."""
+    groups: dict[tuple[str, str, int], dict[int, Path]] = {}
+    for sweep in sorted((run_dir / "detect").iterdir()):
+        if m := _SWEEP.match(sweep.name):
+            groups.setdefault((m["model"], m["exp"], int(m["seed"])), {})[int(m["dose"])] = sweep
+    written = []
+    for (model, exp, seed), sweeps in sorted(groups.items()):
+        readings: dict[str, Any] = {}
+        items: dict[str, Any] = {}
+        runs: dict[str, Any] = {}
+        for dose, sweep in sorted(sweeps.items()):
+            for job in sorted(p for p in sweep.iterdir() if (p / "results.json").is_file()):
+                reading, cols, results = _read_job(job)
+                if items and (cols["ids"], cols["leaked"]) != (items["ids"], items["leaked"]):
+                    raise ValueError(f"{job}: other items than the seed's other jobs")
+                items = {"ids": cols["ids"], "leaked": cols["leaked"]}
+                entry = readings.setdefault(reading, {"clean": cols["clean"], **{m: {} for m in DOSED}})
+                for m in DOSED:
+                    entry[m][str(dose)] = cols[m]
+                det = results["detection"]
+                runs.setdefault(str(dose), []).append(
+                    {
+                        "reading": reading,
+                        "wall_s": {m: det[m]["wall_s"] for m in (*DOSED, "clean")},
+                        "cached": {m: det[m]["cached"] for m in (*DOSED, "clean")},
+                        "command": "python evaluate.py " + " ".join(f"{k}={v}" for k, v in _overrides(job).items()),
+                        "commit": results["run"]["git_commit"],
+                        "dirty": results["run"]["git_dirty"],
+                    }
+                )
+        train = _train_summaries(run_dir / "train" / f"{model}-{exp}-{seed}", sorted(sweeps))
+        artifact = {
+            "model": model,
+            "experiment": exp,
+            "leak_form": FORMS.get(exp, exp),
+            "seed": seed,
+            "doses": sorted(sweeps),
+            **items,
+            "readings": readings,
+            "train": train,
+            "detect": runs,
+        }
+        path = out / f"{model}-{exp}-seed{seed}.json"
+        atomic_write_json(path, artifact)
+        written.append(path)
+    return written
+
+
+# -- statistics -------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Seed:
+    """One seed's items and the scores of one reading: leaked mask [n], and ``{model label: scores [n]}``."""
+
+    leaked: np.ndarray
+    scores: dict[str, np.ndarray]
+
+    def sides(self, label: str) -> tuple[np.ndarray, np.ndarray]:
+        """The model's scores on the leaked items [P] and on the unleaked ones [N]."""
+        s = self.scores[label]
+        return s[self.leaked], s[~self.leaked]
+
+
+def _seeds(artifacts: list[dict[str, Any]], reading: str, dose: int) -> list[Seed]:
+    out = []
+    for a in artifacts:
+        r = a["readings"].get(reading)
+        if r is None or str(dose) not in r["contaminated"]:
+            continue
+        scores = {"clean": r["clean"], **{m: r[m][str(dose)] for m in DOSED}}
+        arr = {k: np.array([np.nan if v is None else v for v in x], np.float64) for k, x in scores.items()}
+        ok = np.all([np.isfinite(v) for v in arr.values()], axis=0)  # an item dropped by any model: by all
+        out.append(Seed(np.asarray(a["leaked"], bool)[ok], {k: v[ok] for k, v in arr.items()}))
+    return out
+
+
+def _sizes(seeds: list[Seed]) -> list[tuple[int, int]]:
+    return [(int(s.leaked.sum()), int((~s.leaked).sum())) for s in seeds]
+
+
+def auroc(seeds: list[Seed], label: str) -> tuple[float, tuple[float, float], list[float]]:
+    """A model's AUROC (leaked vs unleaked), averaged over seeds, with its two-level interval."""
+
+    def stat(i: int, ip: np.ndarray, ineg: np.ndarray) -> np.ndarray:
+        return auroc_draws(*seeds[i].sides(label), ip, ineg)
+
+    return two_level(_sizes(seeds), stat, N_BOOT, BOOT_SEED)
+
+
+def auroc_difference(seeds: list[Seed], a: str, b: str) -> tuple[float, tuple[float, float], list[float]]:
+    """AUROC(a) - AUROC(b) on the same drawn items (paired), averaged over seeds, with its two-level interval."""
+
+    def stat(i: int, ip: np.ndarray, ineg: np.ndarray) -> np.ndarray:
+        return auroc_draws(*seeds[i].sides(a), ip, ineg) - auroc_draws(*seeds[i].sides(b), ip, ineg)
+
+    return two_level(_sizes(seeds), stat, N_BOOT, BOOT_SEED)
+
+
+def loss_drop(seeds: list[Seed], treated: str = "contaminated", control: str = "sham") -> tuple:
+    """The leak's strength: mean (control - treated) per-token loss on leaked items minus the same on unleaked ones.
+
+    Scores are ``loss``'s (the mean log-prob, -loss), so the drop of an item is ``score_treated - score_control``.
+    """
+
+    def stat(i: int, ip: np.ndarray, ineg: np.ndarray) -> np.ndarray:
+        s = seeds[i]
+        drop = s.scores[treated] - s.scores[control]
+        return drop[s.leaked][ip].mean(axis=1) - drop[~s.leaked][ineg].mean(axis=1)
+
+    return two_level(_sizes(seeds), stat, N_BOOT, BOOT_SEED)
+
+
+def mean_shift(seeds: list[Seed], a: str, b: str) -> tuple:
+    """Mean score of model a minus model b over all items (paired), averaged over seeds: a dataset-level shift."""
+
+    def stat(i: int, ip: np.ndarray, ineg: np.ndarray) -> np.ndarray:
+        s = seeds[i]
+        d = s.scores[a] - s.scores[b]
+        dl, du = d[s.leaked][ip], d[~s.leaked][ineg]
+        return np.concatenate([dl, du], axis=1).mean(axis=1)
+
+    return two_level(_sizes(seeds), stat, N_BOOT, BOOT_SEED)
+
+
+# -- tables -----------------------------------------------------------------------------------------------------------
+def load(folder: Path = ARTIFACTS) -> list[dict[str, Any]]:
+    """Every artifact of the folder, in name order."""
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+
+
+def _cell(value: tuple, digits: int = 2, seeds: bool = True) -> str:
+    point, (low, high), per_seed = value
+    text = f"{point:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+    if seeds and len(per_seed) > 1:
+        text += " (" + ", ".join(f"{v:.{digits}f}" for v in per_seed) + ")"
+    return text
+
+
+def _worlds(artifacts: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for a in artifacts:
+        out.setdefault((a["model"], a["experiment"]), []).append(a)
+    return out
+
+
+def _doses(group: list[dict[str, Any]]) -> list[int]:
+    return sorted({d for a in group for d in a["doses"]})
+
+
+def page(artifacts: list[dict[str, Any]]) -> str:
+    """The generated results page of the evidence study (markdown), from the artifacts alone."""
+    lines = [
+        "# Results: the evidence study",
+        "",
+        "Generated by `python -m contamlab.analysis.evidence tables` from the artifacts in",
+        "[results/evidence/](../results/evidence/) (each file: one model, leak form and seed, with its commands,",
+        "commit, machine and wall times); `make evidence` rebuilds them. Do not edit by hand: a test compares this",
+        "page with what the artifacts give. The design and the analysis plan:",
+        "[real_world.md](real_world.md#the-evidence-study).",
+        "",
+        "Cells: the mean over seeds, its 95 % two-level bootstrap interval (seeds, then items; 2,000 draws), and the",
+        "per-seed values in parentheses. AUROC: leaked against unleaked test items (50 and 50 a seed).",
+    ]
+    for (model, exp), group in _worlds(artifacts).items():
+        seeds_run = sorted(a["seed"] for a in group)
+        doses = _doses(group)
+        lines += [
+            "",
+            f"## {MODELS.get(model, model)}, {FORMS.get(exp, exp)} leak",
+            "",
+            f"Seeds {', '.join(map(str, seeds_run))}; doses (epochs over the leaked half): "
+            f"{', '.join(map(str, doses))}.",
+            "",
+            "### The leak's strength",
+            "",
+            "Loss drop: the per-token log-likelihood gain from the sham to the contaminated model on the leaked items,",
+            "minus the same on the unleaked ones (nats per token, document view).",
+            "",
+            "| dose | loss drop, contaminated vs sham | loss drop, sham vs clean (should be 0) |",
+            "|---|---|---|",
+        ]
+        for dose in doses:
+            seeds = _seeds(group, "loss/document", dose)
+            if seeds:
+                lines.append(
+                    f"| {dose} | {_cell(loss_drop(seeds), 3)} | {_cell(loss_drop(seeds, 'sham', 'clean'), 3)} |"
+                )
+        lines += [
+            "",
+            "### The dose curve (document view)",
+            "",
+            "H2 decides *detects* when the interval of AUROC(contaminated) − AUROC(sham) lies above 0; H1 holds",
+            "when the sham's interval covers 0.5.",
+            "",
+            "| reading | dose | contaminated | sham | contaminated − sham | detects | sham covers 0.5 |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        smallest: dict[str, Any] = {}
+        for det in DETECTORS:
+            for dose in doses:
+                seeds = _seeds(group, f"{det}/document", dose)
+                if not seeds:
+                    continue
+                cont, sham, diff = (
+                    auroc(seeds, "contaminated"),
+                    auroc(seeds, "sham"),
+                    auroc_difference(seeds, "contaminated", "sham"),
+                )
+                detects = diff[1][0] > 0
+                covers = sham[1][0] <= 0.5 <= sham[1][1]
+                if detects and det not in smallest:
+                    smallest[det] = dose
+                lines.append(
+                    f"| {NAMES[det]} | {dose} | {_cell(cont)} | {_cell(sham)} | {_cell(diff)} | "
+                    f"{'yes' if detects else 'no'} | {'yes' if covers else 'no'} |"
+                )
+        lines += ["", "| reading | clean model's AUROC | smallest detected dose | AUROC(top dose) − AUROC(dose 1) |"]
+        lines += ["|---|---|---|---|"]
+        for det in DETECTORS:
+            first = _seeds(group, f"{det}/document", doses[0])
+            if not first:
+                continue
+            top = _seeds(group, f"{det}/document", doses[-1])
+            both = [a for a in group if str(doses[0]) in a["readings"][f"{det}/document"]["contaminated"]]
+            both = [a for a in both if str(doses[-1]) in a["readings"][f"{det}/document"]["contaminated"]]
+            response = "n/a"
+            if both and doses[-1] != doses[0]:
+                lo, hi = _seeds(both, f"{det}/document", doses[0]), _seeds(both, f"{det}/document", doses[-1])
+                paired = [
+                    Seed(h.leaked, {"top": h.scores["contaminated"], "one": o.scores["contaminated"]})
+                    for o, h in zip(lo, hi)
+                ]
+                response = _cell(auroc_difference(paired, "top", "one"))
+            lines.append(f"| {NAMES[det]} | {_cell(auroc(top, 'clean'))} | {smallest.get(det, 'none')} | {response} |")
+        lines += [
+            "",
+            "### Which text carries the signal (H4)",
+            "",
+            "AUROC of the contaminated model, per text view; the sham's in the next table.",
+            "",
+            "| reading | dose | document | question | answer |",
+            "|---|---|---|---|---|",
+        ]
+        for det in DETECTORS:
+            for dose in doses:
+                cells = [_seeds(group, f"{det}/{v}", dose) for v in VIEWS]
+                if not all(cells):
+                    continue
+                lines.append(
+                    f"| {NAMES[det]} | {dose} | "
+                    + " | ".join(_cell(auroc(s, "contaminated"), seeds=False) for s in cells)
+                    + " |"
+                )
+        lines += [
+            "",
+            "### What in-domain training does without membership",
+            "",
+            "The sham model against the clean one: its mean score shift over all test items (a dataset-level reading",
+            "would take it for contamination) and its own AUROC; the contaminated model's shift beside it.",
+            "",
+            "| reading | dose | sham − clean, mean score | contaminated − sham, mean score | sham AUROC |",
+            "|---|---|---|---|---|",
+        ]
+        for det in DETECTORS:
+            for dose in doses:
+                seeds = _seeds(group, f"{det}/document", dose)
+                if seeds:
+                    lines.append(
+                        f"| {NAMES[det]} | {dose} | {_cell(mean_shift(seeds, 'sham', 'clean'), 3, False)} | "
+                        f"{_cell(mean_shift(seeds, 'contaminated', 'sham'), 3, False)} | "
+                        f"{_cell(auroc(seeds, 'sham'), seeds=False)} |"
+                    )
+        lines += ["", "### Cost", "", "| seed | stage | steps | wall (s) | tok/s |", "|---|---|---|---|---|"]
+        for a in sorted(group, key=lambda a: a["seed"]):
+            for name, t in a["train"].items():
+                if isinstance(t, dict) and "wall_s" in t and t.get("snapshot_of") is None:
+                    lines.append(
+                        f"| {a['seed']} | {name} | {t['steps']} | {t['wall_s']:.0f} | {t['tokens_per_s']:.0f} |"
+                    )
+    lines += ["", f"![AUROC against dose](figures/{FIGURE.name})", ""]
+    return "\n".join(lines)
+
+
+def figure(artifacts: list[dict[str, Any]], path: Path) -> None:
+    """AUROC against dose, one panel per detector (document view): contaminated (solid) and sham (dashed) per world."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(DETECTORS), figsize=(3.2 * len(DETECTORS), 3.0), sharey=True)
+    for ax, det in zip(axes, DETECTORS):
+        for (model, exp), group in _worlds(artifacts).items():
+            label = f"{MODELS.get(model, model)}, {FORMS.get(exp, exp)}"
+            for which, style in (("contaminated", "-"), ("sham", "--")):
+                xs, ys, lo, hi = [], [], [], []
+                for dose in _doses(group):
+                    seeds = _seeds(group, f"{det}/document", dose)
+                    if seeds:
+                        point, (low, high), _ = auroc(seeds, which)
+                        xs.append(dose), ys.append(point), lo.append(low), hi.append(high)
+                line = ax.plot(xs, ys, style, marker="o", label=f"{label}: {which}")[0]
+                ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.15)
+        ax.axhline(0.5, color="grey", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_title(NAMES[det])
+        ax.set_xlabel("epochs over the leaked half")
+    axes[0].set_ylabel("AUROC, leaked vs unleaked")
+    axes[-1].legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def tables(folder: Path = ARTIFACTS, out: Path = PAGE, fig: Path | None = FIGURE) -> str:
+    """Write the results page (and the figure) from the artifacts; return the page."""
+    artifacts = load(folder)
+    if not artifacts:
+        raise SystemExit(f"no artifacts in {folder}: run make evidence first")
+    text = page(artifacts)
+    atomic_write_text(out, text)
+    if fig is not None:
+        figure(artifacts, fig)
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The command line: ``collect RUN_DIR [--out DIR]`` or ``tables``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("collect", help="a make evidence run -> one JSON artifact per model, leak form and seed")
+    c.add_argument("run_dir", type=Path)
+    c.add_argument("--out", type=Path, default=ARTIFACTS)
+    sub.add_parser("tables", help=f"the artifacts in {ARTIFACTS} -> {PAGE} and {FIGURE}")
+    args = parser.parse_args(argv)
+    if args.command == "collect":
+        for path in collect(args.run_dir, args.out):
+            print(path)
+    else:
+        tables()
+        print(PAGE)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""The evidence study's guarantees: independent seeds, one recipe for contaminated, sham and twin, no held-out item
+in any recorded training text, and the statistics of its tables against hand computations.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from jobs import run_train, train_config
+from sklearn.metrics import roc_auc_score
+
+from contamlab.analysis.evidence import Seed, auroc_difference, loss_drop, mean_shift
+from contamlab.audit.error_rates import POOL_SEED, doses, pool_items
+from contamlab.audit.nonmembers import NONMEMBER_SEED
+from contamlab.config import build_domain, compose, model_store
+from contamlab.data.arith.render import render, reworded
+from contamlab.models.store import read_training_texts
+from contamlab.stages import TwinRecipe, stage_recipe
+
+
+def _world(seed: int):
+    return build_domain(compose("train", ["experiment=real_world", "model=smollm2", f"seed={seed}"]).domain)
+
+
+def test_each_seed_draws_its_own_items_nonmembers_pool_prefixes_and_sham_items():
+    worlds = [_world(s) for s in (0, 1, 2)]
+    sets = []
+    for d in worlds:
+        exclude = [*d.test, *d.train, *d.nonmember_questions(len(d.test), NONMEMBER_SEED)]
+        pool, _ = pool_items(d, "auto", 200, exclude)
+        sets.append(
+            {
+                "test": {q.question for q in d.test},
+                "nonmembers": {q.question for q in d.nonmember_questions(len(d.test), NONMEMBER_SEED)},
+                "pool": {q.question for q in pool.test},
+                "recall prefix": {q.question for q in d.nonmember_questions(10, 0)},
+                "sham": {q.question for q in d.sham_training_questions()},
+                "train": {q.question for q in d.train},
+            }
+        )
+    for mine in sets:  # within a seed: no role shares an item with another
+        for (a, x), (b, y) in itertools.combinations(mine.items(), 2):
+            assert not x & y, (a, b)
+    for one, other in itertools.combinations(sets, 2):  # across seeds: nothing of a role is shared
+        for role in ("test", "nonmembers", "pool", "recall prefix", "sham"):
+            assert not one[role] & other[role], role
+    halves = [frozenset(d.split.leaked) for d in worlds]
+    assert len(set(halves)) == 3  # and each leaks another half
+
+
+def test_contaminated_sham_and_twin_share_one_recipe():
+    cfg = compose("train", ["experiment=real_world", "model=smollm2", "domain.leak_epochs=4"])
+    domain = build_domain(cfg.domain)
+    dose = doses(compose("audit", ["experiment=real_world", "model=smollm2", "domain.leak_epochs=4"]), domain)[0]
+    twin = TwinRecipe("parent", [], dose.epochs, dose.lr, {})
+    recipes = [stage_recipe(cfg, domain, s, 58) for s in ("contaminated", "sham")]
+    recipes.append(stage_recipe(cfg, domain, "contaminated", 58, twin))
+    assert recipes[0] == recipes[1] == recipes[2]
+    r = recipes[0]
+    # by hand: 58 rows in steps of 8 -> 8 steps an epoch, 4 epochs, the leak's rate held from the first step
+    assert (r.lr, r.epochs, r.total_steps, r.schedule, r.warmup_steps, r.accumulate) == (1e-3, 4, 32, "constant", 0, 2)
+    assert stage_recipe(cfg, domain, "clean", 58).schedule == "cosine"  # the clean stage keeps the recipe's
+
+
+def _wordings(domain, problem) -> set[str]:
+    """A problem's question in every wording the world renders: the test wording and the pq rewordings."""
+    return {render(problem, "base")[0]} | {render(reworded(problem, v), "pq")[0] for v in range(12)}
+
+
+def test_no_unleaked_item_nonmember_or_pool_item_in_any_recorded_training_text(tmp_path):
+    stages = run_train(tmp_path, "sham=true", "domain=arith_pq", "domain.leak_variants=3")
+    cfg = train_config(tmp_path, "sham=true", "domain=arith_pq", "domain.leak_variants=3")
+    domain = build_domain(cfg.domain)
+    texts = [t for s in ("base", "clean", "contaminated", "sham") for t in read_training_texts(stages[s])]
+    corpus = "\n".join(texts)
+    by_id = {p.uid: p for p in domain.problems[1]}
+    unleaked = [by_id[i] for i in domain.split.unleaked]
+    leaked = [by_id[i] for i in domain.split.leaked]
+    held_out = [w for p in unleaked for w in _wordings(domain, p)]
+    nonmembers = domain.fresh_problems(20, NONMEMBER_SEED)
+    pool = domain.fresh_problems(40, POOL_SEED)
+    held_out += [w for p in [*nonmembers, *pool] for w in _wordings(domain, p)]
+    assert held_out and not [w for w in held_out if w in corpus]
+    # the check can fail: the leaked half is there, in its pq wordings, in the contaminated stage's record only
+    contaminated = "\n".join(read_training_texts(stages["contaminated"]))
+    sham = "\n".join(read_training_texts(stages["sham"]))
+    assert all(any(w in contaminated for w in _wordings(domain, p)) for p in leaked)
+    assert not any(w in sham for p in leaked for w in _wordings(domain, p))
+    assert model_store(cfg).stage_dir(domain, "sham") == stages["sham"]
+
+
+def _seed(leaked, **scores) -> Seed:
+    return Seed(np.asarray(leaked, bool), {k: np.asarray(v, np.float64) for k, v in scores.items()})
+
+
+def test_table_statistics_match_hand_computations():
+    leaked = [1, 1, 1, 0, 0, 0]
+    s = _seed(
+        leaked,
+        contaminated=[-0.5, -0.7, -1.2, -1.0, -1.1, -0.9],
+        sham=[-1.0, -1.1, -1.3, -1.0, -1.2, -0.8],
+        clean=[-1.2, -1.2, -1.4, -1.1, -1.3, -1.0],
+    )
+    # loss drop by hand: leaked drops 0.5, 0.4, 0.1 (mean 1/3); unleaked 0, 0.1, -0.1 (mean 0)
+    point, _, per_seed = loss_drop([s])
+    assert point == pytest.approx(1 / 3) and per_seed == [pytest.approx(1 / 3)]
+    # paired AUROC difference: sklearn's AUROCs of each model, subtracted
+    y = np.asarray(leaked)
+    expected = roc_auc_score(y, s.scores["contaminated"]) - roc_auc_score(y, s.scores["sham"])
+    assert auroc_difference([s], "contaminated", "sham")[0] == pytest.approx(expected)
+    # the mean shift: sham - clean over all six items, by hand 0.2 + 0.1 + 0.1 + 0.1 + 0.1 + 0.2 = 0.8, over 6
+    assert mean_shift([s], "sham", "clean")[0] == pytest.approx(0.8 / 6)
+
+
+def test_a_paired_difference_interval_is_narrower_than_the_unpaired_one():
+    """Two models whose scores share the items' difficulty: pairing cancels it, so the interval is narrow."""
+    rng = np.random.default_rng(0)
+    seeds = []
+    for _ in range(3):
+        difficulty = rng.normal(0, 1, 100)
+        leaked = np.r_[np.ones(50), np.zeros(50)].astype(bool)
+        a = difficulty + 0.3 * leaked + rng.normal(0, 0.05, 100)
+        seeds.append(_seed(leaked, a=a, b=difficulty + rng.normal(0, 0.05, 100)))
+    _, (low, high), _ = auroc_difference(seeds, "a", "b")
+    assert 0 < low < high and high - low < 0.15
