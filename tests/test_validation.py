@@ -60,7 +60,7 @@ def test_bad_train_value_is_one_line(tmp_path):
         ("evaluate", "+logger.project=x", "logger.project: not a setting of logger="),
         ("train", "trainer.precision=fp8", "trainer.precision='fp8'"),
         ("train", "base.betas=[0.9]", "base.betas=[0.9]"),
-        ("train", "stage=pretrain", "stage='pretrain': must be one of base, clean, contaminated or all"),
+        ("train", "stage=pretrain", "stage='pretrain': must be one of base, clean, contaminated, sham or all"),
         ("audit", "audit.alpha=2", "audit.alpha=2: must be a number in (0, 1]"),
         ("audit", "audit.detectors=codec", "audit.detectors='codec': must be a list of names"),
         ("audit", "+detectors.codec.bogus=1", "detectors.codec.bogus: not a setting of detectors.codec=codec"),

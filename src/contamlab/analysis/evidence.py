@@ -34,6 +34,12 @@ from contamlab.metrics.seeds import two_level
 
 ARTIFACTS = Path("results/evidence")
 PAGE = Path("docs/results_evidence.md")
+README = Path("README.md")
+#: The README's generated block: the lines between these markers are :func:`readme_block`'s.
+BEGIN, END = (
+    "<!-- evidence:begin (generated: python -m contamlab.analysis.evidence tables) -->",
+    "<!-- evidence:end -->",
+)
 FIGURE = Path("docs/figures/evidence_dose.png")
 #: Bootstrap settings of every interval on the page (the plan's).
 N_BOOT, BOOT_SEED = 2000, 0
@@ -77,27 +83,40 @@ def _read_job(job: Path) -> tuple[str, dict[str, dict[str, Any]], dict[str, Any]
     return reading, columns, json.loads((job / "results.json").read_text())
 
 
-def _train_summaries(train_dir: Path, doses: Sequence[int]) -> dict[str, Any]:
-    """Each trained stage's cost and identity, found through the train run's own config (its ``.hydra`` folder)."""
+def _train_record(train_dir: Path, doses: Sequence[int]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """Each trained stage's cost and identity, and the seed's item texts, through the train run's own config.
+
+    Returns:
+        ``(stages, texts)``: per stage (``clean``, ``contaminated@<dose>``, ``sham@<dose>``) its key, steps, wall
+        time and speed; and the texts of the seed's test questions, audit non-members and sham items, so that a
+        reader can check without this code that the seeds drew other items.
+    """
+    from contamlab.audit.nonmembers import NONMEMBER_SEED
     from contamlab.config import build_domain, compose, model_store
 
     over = _overrides(train_dir)
     out: dict[str, Any] = {"command": "python train.py " + " ".join(f"{k}={v}" for k, v in over.items())}
-    base = [f"{k}={v}" for k, v in over.items() if k not in ("snapshots", "hydra.run.dir")]
+    base = [f"{k}={v}" for k, v in over.items() if k not in ("snapshots", "hydra.run.dir", "domain.leak_epochs")]
+    texts: dict[str, list[str]] = {}
     for dose in doses:
-        cfg = compose(
-            "train", [*[o for o in base if not o.startswith("domain.leak_epochs=")], f"domain.leak_epochs={dose}"]
-        )
+        cfg = compose("train", [*base, f"domain.leak_epochs={dose}"])
         store, domain = model_store(cfg), build_domain(cfg.domain)
+        if not texts:
+            texts = {
+                "questions": [q.question for q in domain.test],
+                "nonmembers": [q.question for q in domain.nonmember_questions(len(domain.test), NONMEMBER_SEED)],
+                "sham_items": [q.question for q in domain.sham_training_questions()],
+            }
         for stage in ("clean", *DOSED):
-            if stage == "clean" and "clean" in out:
+            name = "clean" if stage == "clean" else f"{stage}@{dose}"
+            if name in out:
                 continue
             summary = json.loads((store.stage_dir(domain, stage) / "train_summary.json").read_text())
             entry = {k: summary.get(k) for k in ("key", "steps", "wall_s", "tokens_per_s", "tokens_per_epoch")}
             entry["snapshot_of"] = summary.get("snapshot_of")
-            out["clean" if stage == "clean" else f"{stage}@{dose}"] = entry
+            out[name] = entry
             out.setdefault("run", summary["run"])
-    return out
+    return out, texts
 
 
 def collect(run_dir: Path, out: Path) -> list[Path]:
@@ -131,7 +150,7 @@ def collect(run_dir: Path, out: Path) -> list[Path]:
                         "dirty": results["run"]["git_dirty"],
                     }
                 )
-        train = _train_summaries(run_dir / "train" / f"{model}-{exp}-{seed}", sorted(sweeps))
+        train, texts = _train_record(run_dir / "train" / f"{model}-{exp}-{seed}", sorted(sweeps))
         artifact = {
             "model": model,
             "experiment": exp,
@@ -139,6 +158,7 @@ def collect(run_dir: Path, out: Path) -> list[Path]:
             "seed": seed,
             "doses": sorted(sweeps),
             **items,
+            **texts,
             "readings": readings,
             "train": train,
             "detect": runs,
@@ -163,7 +183,8 @@ class Seed:
         return s[self.leaked], s[~self.leaked]
 
 
-def _seeds(artifacts: list[dict[str, Any]], reading: str, dose: int) -> list[Seed]:
+def seeds_of(artifacts: list[dict[str, Any]], reading: str, dose: int) -> list[Seed]:
+    """The seeds of ``artifacts`` that scored ``reading`` (``detector/view``) at ``dose``, each as a :class:`Seed`."""
     out = []
     for a in artifacts:
         r = a["readings"].get(reading)
@@ -282,7 +303,7 @@ def page(artifacts: list[dict[str, Any]]) -> str:
             "|---|---|---|",
         ]
         for dose in doses:
-            seeds = _seeds(group, "loss/document", dose)
+            seeds = seeds_of(group, "loss/document", dose)
             if seeds:
                 lines.append(
                     f"| {dose} | {_cell(loss_drop(seeds), 3)} | {_cell(loss_drop(seeds, 'sham', 'clean'), 3)} |"
@@ -300,7 +321,7 @@ def page(artifacts: list[dict[str, Any]]) -> str:
         smallest: dict[str, Any] = {}
         for det in DETECTORS:
             for dose in doses:
-                seeds = _seeds(group, f"{det}/document", dose)
+                seeds = seeds_of(group, f"{det}/document", dose)
                 if not seeds:
                     continue
                 cont, sham, diff = (
@@ -319,15 +340,15 @@ def page(artifacts: list[dict[str, Any]]) -> str:
         lines += ["", "| reading | clean model's AUROC | smallest detected dose | AUROC(top dose) − AUROC(dose 1) |"]
         lines += ["|---|---|---|---|"]
         for det in DETECTORS:
-            first = _seeds(group, f"{det}/document", doses[0])
+            first = seeds_of(group, f"{det}/document", doses[0])
             if not first:
                 continue
-            top = _seeds(group, f"{det}/document", doses[-1])
+            top = seeds_of(group, f"{det}/document", doses[-1])
             both = [a for a in group if str(doses[0]) in a["readings"][f"{det}/document"]["contaminated"]]
             both = [a for a in both if str(doses[-1]) in a["readings"][f"{det}/document"]["contaminated"]]
             response = "n/a"
             if both and doses[-1] != doses[0]:
-                lo, hi = _seeds(both, f"{det}/document", doses[0]), _seeds(both, f"{det}/document", doses[-1])
+                lo, hi = seeds_of(both, f"{det}/document", doses[0]), seeds_of(both, f"{det}/document", doses[-1])
                 paired = [
                     Seed(h.leaked, {"top": h.scores["contaminated"], "one": o.scores["contaminated"]})
                     for o, h in zip(lo, hi)
@@ -345,7 +366,7 @@ def page(artifacts: list[dict[str, Any]]) -> str:
         ]
         for det in DETECTORS:
             for dose in doses:
-                cells = [_seeds(group, f"{det}/{v}", dose) for v in VIEWS]
+                cells = [seeds_of(group, f"{det}/{v}", dose) for v in VIEWS]
                 if not all(cells):
                     continue
                 lines.append(
@@ -365,7 +386,7 @@ def page(artifacts: list[dict[str, Any]]) -> str:
         ]
         for det in DETECTORS:
             for dose in doses:
-                seeds = _seeds(group, f"{det}/document", dose)
+                seeds = seeds_of(group, f"{det}/document", dose)
                 if seeds:
                     lines.append(
                         f"| {NAMES[det]} | {dose} | {_cell(mean_shift(seeds, 'sham', 'clean'), 3, False)} | "
@@ -383,6 +404,36 @@ def page(artifacts: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def readme_block(artifacts: list[dict[str, Any]]) -> str:
+    """The README's summary of the study: per world, each reading at the top dose, against its sham control."""
+    lines = [
+        "| world (seeds) | reading, document view | top dose | AUROC contaminated | AUROC sham | loss drop |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (model, exp), group in _worlds(artifacts).items():
+        top = _doses(group)[-1]
+        strength = seeds_of(group, "loss/document", top)
+        drop = f"{loss_drop(strength)[0]:.3f}" if strength else "n/a"
+        for det in DETECTORS:
+            seeds = seeds_of(group, f"{det}/document", top)
+            if seeds:
+                world = f"{MODELS.get(model, model)}, {FORMS.get(exp, exp)} ({len(seeds)})"
+                lines.append(
+                    f"| {world} | {NAMES[det]} | {top} | {_cell(auroc(seeds, 'contaminated'), seeds=False)} | "
+                    f"{_cell(auroc(seeds, 'sham'), seeds=False)} | {drop} |"
+                )
+    return "\n".join(lines)
+
+
+def with_readme_block(readme: str, block: str) -> str:
+    """``readme`` with the text between :data:`BEGIN` and :data:`END` replaced by ``block``."""
+    head, sep, rest = readme.partition(BEGIN)
+    _, sep2, tail = rest.partition(END)
+    if not sep or not sep2:
+        raise ValueError(f"README.md lacks the markers {BEGIN!r} ... {END!r}")
+    return f"{head}{BEGIN}\n{block}\n{END}{tail}"
+
+
 def figure(artifacts: list[dict[str, Any]], path: Path) -> None:
     """AUROC against dose, one panel per detector (document view): contaminated (solid) and sham (dashed) per world."""
     import matplotlib
@@ -397,7 +448,7 @@ def figure(artifacts: list[dict[str, Any]], path: Path) -> None:
             for which, style in (("contaminated", "-"), ("sham", "--")):
                 xs, ys, lo, hi = [], [], [], []
                 for dose in _doses(group):
-                    seeds = _seeds(group, f"{det}/document", dose)
+                    seeds = seeds_of(group, f"{det}/document", dose)
                     if seeds:
                         point, (low, high), _ = auroc(seeds, which)
                         xs.append(dose), ys.append(point), lo.append(low), hi.append(high)
@@ -422,6 +473,7 @@ def tables(folder: Path = ARTIFACTS, out: Path = PAGE, fig: Path | None = FIGURE
         raise SystemExit(f"no artifacts in {folder}: run make evidence first")
     text = page(artifacts)
     atomic_write_text(out, text)
+    atomic_write_text(README, with_readme_block(README.read_text(), readme_block(artifacts)))
     if fig is not None:
         figure(artifacts, fig)
     return text
