@@ -339,8 +339,8 @@ evidence: $(STAMP) ## The evidence study: sham controls, a dose curve, independe
 			$(EVAL) experiment=$$exp model=$$model seed=$$seed domain.leak_epochs=$$dose strategy=none \
 				detector=$(EV_DETECTORS) detector.text=$(EV_VIEWS) $(EV_ARGS) \
 				hydra.sweep.dir=$(EV)/detect/$$model-$$exp-$$seed-e$$dose || exit 1; done; done; done; done
-	$(PY) -m contamlab.analysis.evidence collect $(EV) --out results/evidence
-	$(PY) -m contamlab.analysis.evidence tables
+	$(PY) -m contamlab.studies.evidence collect $(EV) --out results/evidence
+	$(PY) -m contamlab.studies.evidence tables
 
 # A .partial stage directory is a training run that was killed and never resumed (or is still running): skip its runs.
 sync: $(STAMP) ## Upload offline W&B runs (needs WANDB_API_KEY; skips unfinished .partial stages)

@@ -11,13 +11,13 @@ import pytest
 from jobs import run_train, train_config
 from sklearn.metrics import roc_auc_score
 
-from contamlab.analysis.evidence import Seed, auroc_difference, loss_drop, mean_shift
 from contamlab.audit.error_rates import POOL_SEED, doses, pool_items
 from contamlab.audit.nonmembers import NONMEMBER_SEED
 from contamlab.config import build_domain, compose, model_store
 from contamlab.data.arith.render import render, reworded
 from contamlab.models.store import read_training_texts
 from contamlab.stages import TwinRecipe, stage_recipe
+from contamlab.studies.evidence import Seed, auroc_difference, loss_drop, mean_shift
 
 
 def _world(seed: int):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from contamlab.analysis import evidence
+from contamlab.studies import evidence
 
 REPO = Path(__file__).resolve().parents[1]
 FILES = sorted((REPO / evidence.ARTIFACTS).glob("*.json"))

@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("config", "validation", "preflight", "tracking"),
     ("scoring", "detection", "stages"),
     ("audit",),
+    ("studies",),
     ("jobs",),
 ]
 ENTRY_POINTS = ("train.py", "evaluate.py", "audit.py")

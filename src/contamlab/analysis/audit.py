@@ -71,7 +71,7 @@ def verdict_table(verdicts: Sequence[dict[str, Any]]) -> str:
         for v in verdicts
     ]
     header = ["reading", "statistic", "value [95% CI]", "p", "verdict", "flag"]
-    return _table(header + (["false alarms (null)", "power (twins)"] if measured else []), body)
+    return _table(header + (["split null (level check)", "power (twins)"] if measured else []), body)
 
 
 def _error_rates_note(audit: dict[str, Any]) -> list[str]:

@@ -125,11 +125,14 @@ def with_error_rates(
     min_power: float,
     confidence: float = 0.95,
 ) -> Verdict:
-    """The audit's verdict with its measured false alarms and power; no verdict where the reading is underpowered.
+    """The audit's verdict with its split null (a level check) and power; no verdict where it is underpowered.
 
     Args:
         verdict: The plain audit's reading.
-        null: Its false alarms on splits of the pool (None: not measured for this reading).
+        null: The share of random splits of one pool of unseen items that it flags (None: not measured). Both halves
+            of a split are exchangeable, so a valid test flags about α of them for any model: this checks the test's
+            level. It is not the model's false-alarm rate under the shifts a real audit has (style, source, in-domain
+            tuning), and its splits are one set per pool, not independent audits.
         powers: Its power on the twins at each dose, weakest dose first (empty: no twins).
         min_power: The power a reading must reach at some dose to keep its verdict.
         confidence: Coverage of the rates' intervals.
@@ -148,7 +151,7 @@ def with_error_rates(
     detail = {**verdict.detail, "error_rates": record}
     if verdict.flagged is None or not powers:
         return dataclasses.replace(verdict, detail=detail)
-    words = f"false alarms {null} on unseen items" if null is not None else "false alarms not measured"
+    words = f"level check: {null} splits of one unseen pool flagged" if null is not None else "level not checked"
     if dose is None:
         best = max(powers.items(), key=lambda kv: kv[1].rate or 0.0)
         plain = "flagged" if verdict.flagged else "not flagged"

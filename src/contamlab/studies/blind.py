@@ -6,11 +6,11 @@ character n-gram classifier's cross-validated AUROC (:func:`contamlab.metrics.bl
 texts give no n-gram signal. Near 1: a membership reading that the blind AUROC reaches is not distinguishable from the
 distribution shift between the sides.
 
-``python -m contamlab.analysis.blind gsm8k-pq [--out results/blind/gsm8k_pq.json]``
+``python -m contamlab.studies.blind gsm8k-pq [--out results/blind/gsm8k_pq.json]``
     GSM8K test questions (question text only) against (a) the PQ rephrasings of the first 100, (b) the PQ
     rephrasings of all of them, each item and its rephrasing in one group (same fold; the interval resamples items),
     and (c) as many GSM8K train questions drawn at random (seed 0), the IID choice of non-members.
-``python -m contamlab.analysis.blind arith [--out results/blind/arith.json]``
+``python -m contamlab.studies.blind arith [--out results/blind/arith.json]``
     The synthetic arithmetic world of ``configs/experiment/real_world.yaml``, seeds 0, 1 and 2: its test items
     against the audit's generated non-members (:data:`contamlab.audit.nonmembers.NONMEMBER_SEED`), and its leaked
     half against its unleaked half, each text the document form: the question, a newline, the solution.
@@ -82,7 +82,7 @@ def _method(args: argparse.Namespace) -> dict[str, Any]:
 
 def _provenance(argv: Sequence[str], started: float) -> dict[str, Any]:
     return {
-        "command": shlex.join([Path(sys.executable).name, "-m", "contamlab.analysis.blind", *argv]),
+        "command": shlex.join([Path(sys.executable).name, "-m", "contamlab.studies.blind", *argv]),
         "versions": {
             "scikit-learn": version("scikit-learn"),
             "numpy": np.__version__,
