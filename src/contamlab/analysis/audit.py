@@ -232,7 +232,13 @@ def meta_audit(audits: Sequence[dict[str, Any]]) -> str | None:
         ]
         for name, g in sorted(rows.items())
     ]
-    header = ["reading", "false alarms (clean)", "power (verbatim leak)", "power (paraphrased leak)", "assessment"]
+    header = [
+        "reading",
+        "false alarms (clean)",
+        "power (verbatim leak)",
+        "power (question reworded, solution verbatim)",
+        "assessment",
+    ]
     return _table(header, body)
 
 

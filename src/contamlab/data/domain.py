@@ -35,6 +35,14 @@ LEAK_FIELDS = (
     "leak_schedule",
 )
 
+#: The leak forms' keys in results (``Domain.leak_wording``) -> what each leaks, in words. "paraphrased" keeps its key
+#: from before the forms were named: GSM8K → PQ and ``arith_pq`` reword the question and keep the solution.
+LEAK_NAMES = {
+    "verbatim": "verbatim",
+    "paraphrased": "question reworded, solution verbatim",
+    "reworded": "fully reworded",
+}
+
 #: Schedules of the contaminated stage (``domain.leak_schedule``): null = the fine-tune recipe's (warm-up, decay);
 #: ``constant`` = the peak rate from the first step, so that the model after e epochs of a longer run is the e-epoch
 #: run itself (the dose curve's snapshots, :func:`contamlab.stages.train_stage`).

@@ -22,12 +22,9 @@ from contamlab.data.question import Question
 from contamlab.data.split import Split
 from contamlab.errors import ContamlabError
 
-#: How the leaked items reach the contaminated model (``domain.leak_style``), and what each is called in reports.
-LEAK_FORMS = {
-    "base": "verbatim",
-    "pq": "question reworded, solution verbatim",  # as GSM8K -> PQ: the question reworded, the solution the original
-    "reworded": "fully reworded",  # question and solution both reworded, the same answer
-}
+#: How the leaked items reach the contaminated model (``domain.leak_style``) -> the leak's key in results
+#: (:attr:`ArithDomain.leak_wording`; its name in words: :data:`contamlab.data.domain.LEAK_NAMES`).
+LEAK_FORMS = {"base": "verbatim", "pq": "paraphrased", "reworded": "reworded"}
 #: The cot rendering of a fully reworded leak's solution: a variant that neither training (1..cot_variants), the test
 #: reference (0) nor BenBench's references (1001..1064) use.
 REWORDED_SOLUTION_VARIANT = 2001
@@ -189,7 +186,7 @@ class ArithDomain(Domain):
 
     @property
     def leak_wording(self) -> str:
-        """What the leak form is called in reports (:data:`LEAK_FORMS`)."""
+        """The leak form's key in results (:data:`LEAK_FORMS`; in words, :data:`~contamlab.data.domain.LEAK_NAMES`)."""
         return LEAK_FORMS[self.leak_style]
 
     @property
