@@ -157,6 +157,7 @@ AUDIT: dict[str, tuple[Check, str]] = {
     "audit.detectors": _STRINGS,
     "audit.mitigate": _STRINGS,
     # audit.nonmembers and audit.error_rates.pool: a keyword or an existing file (:func:`_check_audit_items`)
+    "audit.blind": boolean(),
     "audit.alpha": number(0, 1, low_open=True),
     "audit.n_boot": integer(1),
     "audit.confidence": number(0, 1, low_open=True),

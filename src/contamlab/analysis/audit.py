@@ -98,6 +98,21 @@ def _scoring_note(audit: dict[str, Any]) -> str:
     return f" (loading and scoring: {parts}; read from the cache: {', '.join(cached) or 'nothing'})"
 
 
+def _blind_note(audit: dict[str, Any]) -> list[str]:
+    """The blind baseline's line: what the texts alone give, and the verdicts it withheld."""
+    blind = audit.get("blind")
+    if not blind:
+        return []
+    low, high = blind["ci"]
+    line = (
+        f"Blind baseline (no model: word and character n-grams, cross-validated): benchmark vs non-members at AUROC "
+        f"{blind['auroc']:.3f} [{low:.3f}, {high:.3f}]; a membership reading at or below it says nothing of membership."
+    )
+    if blind["withheld"]:
+        line += f" Withheld as not distinguishable from that shift: {', '.join(blind['withheld'])}."
+    return [line, ""]
+
+
 def audit_markdown(results: dict[str, Any]) -> str:
     """The report section of one audit."""
     audit = results["audit"]
@@ -110,6 +125,7 @@ def audit_markdown(results: dict[str, Any]) -> str:
         "",
         verdict_table(audit["verdicts"]),
         "",
+        *_blind_note(audit),
         *_error_rates_note(audit),
     ]
     not_run = {k: v["not_run"] for k, v in audit["detectors"].items() if "not_run" in v}

@@ -36,6 +36,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from contamlab.audit.blind import beside, blind_baseline
 from contamlab.audit.error_rates import ErrorRates
 from contamlab.audit.mitigation import mitigated_score, mitigation_strategies
 from contamlab.audit.models import AuditedModel, missing_models_message, truth
@@ -120,6 +121,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         found += read.verdicts
         for v in read.verdicts:
             log.info("audit %s: %s = %s -> %s", v.name, v.statistic, _fmt(v.value), v.verdict)
+    blind_record = None
+    if nonmembers is not None and audit.blind:
+        found, blind_record = beside(found, blind_baseline(domain, nonmembers, int(cfg.seed)))
     measured = None
     if error_rates is not None:
         mark = time.perf_counter()
@@ -137,6 +141,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             "benchmark": domain.name,
             "questions": len(domain.test),
             "nonmembers": about_nonmembers,
+            "blind": blind_record,
             "truth": truth(target, domain),
             "verdicts": [v.to_dict() for v in found],
             "detectors": per_detector,

@@ -1,0 +1,38 @@
+"""The blind baseline beside the audit's membership verdicts (:mod:`contamlab.audit.blind`), on hand-built cases."""
+
+from __future__ import annotations
+
+from contamlab.audit.blind import MEMBERSHIP, beside
+from contamlab.metrics import verdicts as V
+from contamlab.metrics.blind import BlindResult, blind_auroc
+
+
+def _verdict(name: str, value: float, flagged: bool) -> V.Verdict:
+    return V.Verdict(name, MEMBERSHIP, value, [value - 0.1, value + 0.1], 0.001 if flagged else 0.4, "plain", flagged)
+
+
+def test_a_pure_style_shift_withholds_the_reading_it_explains():
+    """Members carry a style word the non-members lack: the texts alone separate them (blind AUROC near 1), so a
+    membership reading of 0.66 that flags is withheld; one above the blind AUROC, or one that does not flag, stays."""
+    members = [f"Kindly compute {i} plus {i + 3} apples for item {i}." for i in range(40)]
+    others = [f"Compute {i} plus {i + 3} pears for item {i}." for i in range(40)]
+    blind = blind_auroc(members, others, seed=0)
+    assert blind.auroc > 0.95
+    found = [
+        _verdict("loss", 0.66, True),
+        _verdict("mink", 0.3, False),
+        V.Verdict("codec", "other", 0.9, None, 0.0, "x", True),
+    ]
+    out, record = beside(found, blind)
+    assert out[0].flagged is None and "not distinguishable from the shift" in out[0].verdict
+    assert out[1].flagged is False and out[1].verdict == "plain"  # no flag: nothing to withhold
+    assert out[2] == found[2]  # not a membership reading
+    assert record["withheld"] == ["loss"] and record["auroc"] == blind.auroc
+
+
+def test_without_a_shift_the_verdicts_read_as_before():
+    """Blind AUROC at chance (0.5): a flagging reading of 0.66 keeps its verdict, with the blind AUROC beside it."""
+    blind = BlindResult(0.5, (0.42, 0.58), 50, 50, 5, [])
+    out, record = beside([_verdict("loss", 0.66, True)], blind)
+    assert out[0].flagged is True and out[0].verdict == "plain" and out[0].detail["blind_auroc"] == 0.5
+    assert record["withheld"] == []
