@@ -314,31 +314,43 @@ real-world-error-rates: $(STAMP) ## Error-rate audits of the real-LM world's mod
 	$(PY) -m contamlab.analysis.real_world $(RWC) --models $(RW_MODELS_DIR)
 
 # The evidence study (docs/real_world.md#the-evidence-study): per model, leak form and seed, one run of the leak's
-# recipe at EV_TOP epochs and its sham control, saved at the doses of EV_DOSES on the way (snapshots of a constant-rate
-# run are those runs), and the detectors of EV_DETECTORS on each dose's contaminated, sham and clean model, reading
-# each text view. Then the committed artifacts (results/evidence) and the tables generated from them. The default grid
-# (SmolLM2, the verbatim leak, three seeds) is about 80 min on two cores; EV_MODELS="smollm2 gemma3" and
-# EV_FORMS="real_world real_world_pq real_world_reworded" for the full one (several hours).
+# recipe at a constant rate and of its sham control, saved at each dose on the way (snapshots of a constant-rate run
+# are those runs), then the detectors of EV_DETECTORS on each dose's contaminated, sham and clean model, on the text
+# views given. `make evidence` runs the committed grid (about 2 h 45 min on two cores) and regenerates
+# results/evidence and the pages from it; each evidence-<part> runs one part, `make evidence-report` the last step.
 EV ?= outputs/evidence
-EV_MODELS ?= smollm2
-EV_SEEDS ?= 0 1 2
-EV_FORMS ?= real_world
-EV_DOSES ?= 1 2 4 8
-EV_TOP ?= 8
-EV_SNAPSHOTS ?= [1,2,4]
 EV_DETECTORS ?= loss,zlib,mink,minkpp
-EV_VIEWS ?= document,question,answer
 EV_ARGS ?=        # overrides for every job
+EV_ALL_VIEWS := document,question,answer
+EV_SNAP8 := [1,2,4]
+EV_SNAP4 := [1,2]
+EV_SNAP2 := [1]
+# $(call ev_run,model,experiments,seeds,top epochs,snapshots,doses,views)
+ev_run = for seed in $(3); do for exp in $(2); do \
+		$(PY) train.py experiment=$$exp model=$(1) seed=$$seed domain.leak_epochs=$(4) snapshots=$(5) \
+			trainer.enable_progress_bar=false $(EV_ARGS) hydra.run.dir=$(EV)/train/$(1)-$$exp-$$seed || exit 1; \
+		for dose in $(6); do \
+			$(EVAL) experiment=$$exp model=$(1) seed=$$seed domain.leak_epochs=$$dose strategy=none \
+				detector=$(EV_DETECTORS) detector.text=$(7) $(EV_ARGS) \
+				hydra.sweep.dir=$(EV)/detect/$(1)-$$exp-$$seed-e$$dose || exit 1; done; done; done
 
-evidence: $(STAMP) ## The evidence study: sham controls, a dose curve, independent seeds -> results/evidence, docs tables
-	for model in $(EV_MODELS); do for seed in $(EV_SEEDS); do for exp in $(EV_FORMS); do \
-		$(PY) train.py experiment=$$exp model=$$model seed=$$seed domain.leak_epochs=$(EV_TOP) \
-			snapshots=$(EV_SNAPSHOTS) trainer.enable_progress_bar=false $(EV_ARGS) \
-			hydra.run.dir=$(EV)/train/$$model-$$exp-$$seed || exit 1; \
-		for dose in $(EV_DOSES); do \
-			$(EVAL) experiment=$$exp model=$$model seed=$$seed domain.leak_epochs=$$dose strategy=none \
-				detector=$(EV_DETECTORS) detector.text=$(EV_VIEWS) $(EV_ARGS) \
-				hydra.sweep.dir=$(EV)/detect/$$model-$$exp-$$seed-e$$dose || exit 1; done; done; done; done
+evidence: evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 ## The evidence study: sham controls, dose curves, independent seeds -> results/evidence (2 h 45 min)
+	$(MAKE) evidence-report
+
+evidence-smollm2: $(STAMP) ## SmolLM2, verbatim leak, seeds 0-2, 1-8 epochs (seed 0 on three text views): about 1 h 40 min
+	$(call ev_run,smollm2,real_world,0,8,$(EV_SNAP8),1 2 4 8,$(EV_ALL_VIEWS))
+	$(call ev_run,smollm2,real_world,1 2,8,$(EV_SNAP8),1 2 4 8,document)
+
+evidence-forms: $(STAMP) ## SmolLM2, the two reworded leaks at 4 epochs, seed 0, three text views: about 25 min
+	$(call ev_run,smollm2,real_world_pq real_world_reworded,0,4,$(EV_SNAP4),4,$(EV_ALL_VIEWS))
+
+evidence-tiny: $(STAMP) ## The tiny world on the same grid, seeds 0-2, three text views: about 20 min
+	$(call ev_run,tiny,evidence_tiny,0 1 2,8,$(EV_SNAP8),1 2 4 8,$(EV_ALL_VIEWS))
+
+evidence-gemma3: $(STAMP) ## Gemma-3-270m, verbatim leak, seed 0, 1 and 2 epochs: about 15 min
+	$(call ev_run,gemma3,real_world,0,2,$(EV_SNAP2),1 2,document)
+
+evidence-report: $(STAMP) ## The evidence study's artifacts (results/evidence) and pages from the runs under $(EV)
 	$(PY) -m contamlab.studies.evidence collect $(EV) --out results/evidence
 	$(PY) -m contamlab.studies.evidence tables
 
@@ -353,5 +365,5 @@ clean: ## Remove outputs, caches and the virtual environment
 	rm -rf outputs multirun .pytest_cache .ruff_cache $(VENV)
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-.PHONY: evidence help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
+.PHONY: evidence evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 evidence-report help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
 	_repro-arith_pq reproduce-profile meta-audit _meta-0 _meta-1 real-audit real-audit-error-rates real-world real-world-error-rates bench bench-smollm2 smollm2-run sync wandb-report clean
