@@ -325,13 +325,14 @@ EV_ALL_VIEWS := document,question,answer
 EV_SNAP8 := [1,2,4]
 EV_SNAP4 := [1,2]
 EV_SNAP2 := [1]
-# $(call ev_run,model,experiments,seeds,top epochs,snapshots,doses,views)
+# $(call ev_run,model,experiments,seeds,top epochs,snapshots,doses,views); the views are a sweep (choice) even when
+# one: a plain detector.text=X would be applied to the sweep's base config, whose detector (none) has no text
 ev_run = for seed in $(3); do for exp in $(2); do \
 		$(PY) train.py experiment=$$exp model=$(1) seed=$$seed domain.leak_epochs=$(4) snapshots=$(5) \
 			trainer.enable_progress_bar=false $(EV_ARGS) hydra.run.dir=$(EV)/train/$(1)-$$exp-$$seed || exit 1; \
 		for dose in $(6); do \
 			$(EVAL) experiment=$$exp model=$(1) seed=$$seed domain.leak_epochs=$$dose strategy=none \
-				detector=$(EV_DETECTORS) detector.text=$(7) $(EV_ARGS) \
+				detector=$(EV_DETECTORS) "detector.text=choice($(7))" $(EV_ARGS) \
 				hydra.sweep.dir=$(EV)/detect/$(1)-$$exp-$$seed-e$$dose || exit 1; done; done; done
 
 evidence: evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 ## The evidence study: sham controls, dose curves, independent seeds -> results/evidence (2 h 45 min)

@@ -122,7 +122,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         for v in read.verdicts:
             log.info("audit %s: %s = %s -> %s", v.name, v.statistic, _fmt(v.value), v.verdict)
     blind_record = None
-    if nonmembers is not None and audit.blind:
+    # the blind baseline needs a few items a side, as every membership reading does
+    if nonmembers is not None and audit.blind and len(nonmembers.test) >= MIN_ITEMS_PER_SIDE:
         found, blind_record = beside(found, blind_baseline(domain, nonmembers, int(cfg.seed)))
     measured = None
     if error_rates is not None:
