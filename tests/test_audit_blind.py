@@ -36,3 +36,18 @@ def test_without_a_shift_the_verdicts_read_as_before():
     out, record = beside([_verdict("loss", 0.66, True)], blind)
     assert out[0].flagged is True and out[0].verdict == "plain" and out[0].detail["blind_auroc"] == 0.5
     assert record["withheld"] == []
+
+
+def test_train_split_non_members_are_train_items_drawn_at_random():
+    """audit.nonmembers=train: as many GSM8K train items as test items, none of them a test item."""
+    from contamlab.audit.nonmembers import nonmember_items
+    from contamlab.config import build_domain, compose
+
+    cfg = compose("audit", ["model=smollm2", "domain=gsm8k", "domain.max_test=50", "audit.nonmembers=train"])
+    domain = build_domain(cfg.domain)
+    view, about = nonmember_items(domain, "train")
+    questions = [q.question for q in view.test]
+    assert len(questions) == 50 and about == "50 items of the train split, drawn at random"
+    assert set(questions) <= {q.question for q in domain.train}
+    assert not set(questions) & {q.question for q in domain.test}
+    assert questions != [q.question for q in domain.train[:50]]  # drawn, not the first 50

@@ -377,7 +377,7 @@ def _check_audit_models(cfg: DictConfig) -> None:
 
 
 #: The keyword settings of the audit's item sources; anything else names a JSONL file.
-NONMEMBER_KEYWORDS = ("auto", "generated", "rewrites")
+NONMEMBER_KEYWORDS = ("auto", "generated", "train", "rewrites")
 POOL_KEYWORDS = ("auto", "generated")
 
 
