@@ -51,3 +51,16 @@ def test_train_split_non_members_are_train_items_drawn_at_random():
     assert set(questions) <= {q.question for q in domain.train}
     assert not set(questions) & {q.question for q in domain.test}
     assert questions != [q.question for q in domain.train[:50]]  # drawn, not the first 50
+
+
+def test_gsm8k_against_its_pq_rewrites_is_a_shift_the_blind_baseline_sees():
+    """GSM8K's first 50 questions against their PQ rewrites (the audit's default non-members there), as documents:
+    each rewrite keeps its item's id and solution, so the two share a fold and the classifier reads the wording."""
+    from contamlab.audit.blind import blind_baseline
+    from contamlab.audit.nonmembers import nonmember_items
+    from contamlab.config import build_domain, compose
+
+    domain = build_domain(compose("audit", ["model=smollm2", "domain=gsm8k", "domain.max_test=50"]).domain)
+    rewrites, about = nonmember_items(domain, "rewrites")
+    assert [q.id for q in rewrites.test] == [q.id for q in domain.test]  # paired: one group each
+    assert blind_baseline(domain, rewrites, 0).auroc > 0.8
