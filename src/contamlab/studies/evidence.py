@@ -360,7 +360,8 @@ def page(artifacts: list[dict[str, Any]]) -> str:
             "",
             "### Which text carries the signal (H4)",
             "",
-            "AUROC of the contaminated model, per text view (seeds that scored every view).",
+            "AUROC of the contaminated model, per text view, over the seeds that scored every view (the dose curve's",
+            "document cells above may pool more seeds).",
             "",
             "| reading | dose | document | question | answer |",
             "|---|---|---|---|---|",
@@ -368,7 +369,8 @@ def page(artifacts: list[dict[str, Any]]) -> str:
         sham_cells, sham_cover = 0, 0
         for det in DETECTORS:
             for dose in doses:
-                cells = [seeds_of(group, f"{det}/{v}", dose) for v in VIEWS]
+                viewed = [a for a in group if all(f"{det}/{v}" in a["readings"] for v in VIEWS)]
+                cells = [seeds_of(viewed, f"{det}/{v}", dose) for v in VIEWS]
                 if not all(cells):
                     continue
                 lines.append(
