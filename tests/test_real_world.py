@@ -50,7 +50,7 @@ def test_real_world_trains_on_a_random_smollm2(data_dir, tmp_path):
     cache = tmp_path / "cache"
     cfg = compose("train", [*TINY_REAL_WORLD, f"paths.models_dir={tmp_path / 'models'}", f"paths.cache_dir={cache}"])
     stages = run(cfg)
-    assert list(stages) == ["clean", "contaminated"]
+    assert list(stages) == ["clean", "contaminated", "sham"]  # experiment=real_world trains the sham control too
 
     # The random base was built from the GGUF's metadata; the real model was never dequantised.
     base = cache / "smollm2" / random_dir_name(2)
@@ -85,13 +85,14 @@ def test_real_world_trains_on_a_random_smollm2(data_dir, tmp_path):
     assert _found(leaked, contaminated) == leaked
     assert _found(unleaked, contaminated) == []
     assert _found(leaked + unleaked, clean) == []
+    assert _found(leaked + unleaked, read_training_texts(stages["sham"])) == []  # fresh problems only
 
     # A cleared cache: the base the clean adapter points at is built again, with the same weights, when the
     # contaminated stage trains on it or a job loads a stage.
     weights = (base / "model.safetensors").read_bytes()
     shutil.rmtree(base)
     shutil.rmtree(stages["contaminated"])
-    assert list(run(cfg)) == ["clean", "contaminated"]
+    assert list(run(cfg)) == ["clean", "contaminated", "sham"]
     assert (base / "model.safetensors").read_bytes() == weights
     shutil.rmtree(base)
     model_store(cfg).load(str(stages["contaminated"]))
