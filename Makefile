@@ -357,6 +357,23 @@ evidence-report: $(STAMP) ## The evidence study's artifacts (results/evidence) a
 	$(PY) -m contamlab.studies.evidence collect $(EV) --out results/evidence
 	$(PY) -m contamlab.studies.evidence tables
 
+# The shift null (docs/audit.md#false-alarms-under-shift): how often each membership reading flags a model that saw
+# none of the items (base, clean and sham models of seed 0), in independent null audits with no shift, a style shift
+# (the benchmark's items reworded) and a source shift (another number range); then docs/results_shift.md. Trains what
+# is missing (the tiny world's models: about 10 min; SmolLM2's clean and sham: about 5 min).
+SN ?= outputs/shift
+SN_TINY_DRAWS ?= 30
+SN_SMOLLM2_DRAWS ?= 10
+SN_RUN = $(PY) -m contamlab.studies.shift run --no-progress
+
+shift-null: $(STAMP) ## False alarms under shift on models that saw nothing -> results/shift (about 1 h)
+	$(PY) train.py experiment=evidence_tiny seed=0 trainer.enable_progress_bar=false hydra.run.dir=$(SN)/train/tiny
+	$(SN_RUN) --out results/shift/tiny.json --draws $(SN_TINY_DRAWS) experiment=evidence_tiny
+	$(PY) train.py experiment=real_world model=smollm2 seed=0 trainer.enable_progress_bar=false \
+		hydra.run.dir=$(SN)/train/smollm2
+	$(SN_RUN) --out results/shift/smollm2.json --draws $(SN_SMOLLM2_DRAWS) experiment=real_world model=smollm2
+	$(PY) -m contamlab.studies.shift tables
+
 # A .partial stage directory is a training run that was killed and never resumed (or is still running): skip its runs.
 sync: $(STAMP) ## Upload offline W&B runs (needs WANDB_API_KEY; skips unfinished .partial stages)
 	find outputs -type d -name 'offline-run-*' -not -path '*.partial/*' -print0 | xargs -0 -r $(VENV)/bin/wandb sync
@@ -368,5 +385,5 @@ clean: ## Remove outputs, caches and the virtual environment
 	rm -rf outputs multirun .pytest_cache .ruff_cache $(VENV)
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-.PHONY: evidence evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 evidence-report help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
+.PHONY: shift-null evidence evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 evidence-report help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
 	_repro-arith_pq reproduce-profile meta-audit _meta-0 _meta-1 real-audit real-audit-error-rates real-world real-world-error-rates bench bench-smollm2 smollm2-run sync wandb-report clean

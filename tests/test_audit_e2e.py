@@ -225,3 +225,30 @@ def test_wandb_offline_run_is_written(audits, small_world, tmp_path, monkeypatch
     _audit_job(small_world, tmp_path / "sweep" / "0", "audit.target=contaminated", "logger=wandb")
     runs = list((tmp_path / "sweep").rglob("offline-run-*"))
     assert runs, "no offline W&B run directory"
+
+
+def test_a_shift_null_file_withholds_a_reading_it_flags_too_often(audits, small_world, tmp_path):
+    """audit.shift_null.file: a reading whose null audits under the audit's shift (here: none, as the generated
+    non-members are) flagged above max_rate gives no verdict; a reading the file does not measure keeps its own."""
+    null = [{"model": "base", "condition": "none", "draw": d, "reading": "loss", "value": 0.7, "p": 0.01,
+             "flagged": True} for d in range(10)]  # fmt: skip
+    cell = {"flagged": 10, "total": 10, "rate": 1.0, "interval": [0.69, 1.0], "median": 0.7, "q95": 0.7}
+    artifact = {
+        "world": {"model": "toy", "domain": "toy"},
+        "readings": null,
+        "rates": {"base": {"none": {"loss": cell}}},
+    }
+    path = tmp_path / "shift.json"
+    path.write_text(json.dumps(artifact))
+    sweep = tmp_path / "sweep"
+    only = ["audit.target=contaminated", "audit.detectors=[loss]", "audit.mitigate=[]", f"audit.shift_null.file={path}"]
+    _audit_job(small_world, sweep / "0", *only)
+    results = _results(sweep)["contaminated"]
+    verdicts = _verdicts(results)
+    assert verdicts["loss"]["flagged"] is None and verdicts["loss"]["verdict"].startswith("not distinguishable from")
+    assert verdicts["loss"]["detail"]["shift_null"]["reached"] == (10 if verdicts["loss"]["value"] <= 0.7 else 0)
+    assert (
+        verdicts["loss/reference"]["flagged"] is not None and "shift_null" not in verdicts["loss/reference"]["detail"]
+    )
+    record = results["audit"]["shift_null"]
+    assert record["condition"] == "none" and record["withheld"] == ["loss"]

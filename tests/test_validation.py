@@ -87,6 +87,9 @@ def test_bad_train_value_is_one_line(tmp_path):
         # the item files, the model references and the names: each checked here once, before anything loads
         ("audit", "audit.error_rates.pool=/none.jsonl", "audit.error_rates.pool=/none.jsonl: no such file"),
         ("audit", "audit.nonmembers=/nonexistent.jsonl", "audit.nonmembers=/nonexistent.jsonl: no such file"),
+        ("audit", "audit.shift_null.file=/none.json", "audit.shift_null.file=/none.json: no such file; give an"),
+        ("audit", "audit.shift_null.condition=wording", "audit.shift_null.condition='wording': must be one of auto"),
+        ("audit", "audit.shift_null.max_rate=2", "audit.shift_null.max_rate=2: must be a number in [0, 1]"),
         ("audit", "audit.target=' '", "audit.target: an empty model reference"),
         ("audit", "audit.target=5", "audit.target=5: must be a model"),
         ("audit", "audit.references=[1]", "audit.references=[1]: must be a list of models"),

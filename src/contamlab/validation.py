@@ -161,6 +161,8 @@ AUDIT: dict[str, tuple[Check, str]] = {
     "audit.alpha": number(0, 1, low_open=True),
     "audit.n_boot": integer(1),
     "audit.confidence": number(0, 1, low_open=True),
+    "audit.shift_null.condition": choice("auto", "none", "style", "source"),
+    "audit.shift_null.max_rate": number(0, 1),
     "audit.error_rates.pool_size": optional(integer(20)),
     "audit.error_rates.null_draws": integer(1),
     "audit.error_rates.twins": integer(1),
@@ -382,21 +384,24 @@ POOL_KEYWORDS = ("auto", "generated")
 
 
 def _check_audit_items(cfg: DictConfig) -> None:
-    """``audit.nonmembers`` and ``audit.error_rates.pool``: a keyword or an existing .jsonl file.
+    """``audit.nonmembers``, ``audit.error_rates.pool`` (a keyword or a .jsonl file) and ``audit.shift_null.file``.
 
     Checked here, before anything loads: a mistyped file would otherwise stop the audit after its models converted.
     """
     for key, keywords, optional_ in (
         ("audit.nonmembers", NONMEMBER_KEYWORDS, False),
         ("audit.error_rates.pool", POOL_KEYWORDS, True),
+        ("audit.shift_null.file", (), True),
     ):
         present, value = _get(cfg, key)
         if not present or (value is None and optional_):
             continue
+        kind = "a .json artifact" if not keywords else "a .jsonl file"
+        use = f"use {', '.join(keywords)} or " if keywords else "give "
         if not isinstance(value, str) or not value.strip():
-            raise ContamlabError(f"{key}={_show(value)}: use {', '.join(keywords)} or a .jsonl file")
+            raise ContamlabError(f"{key}={_show(value)}: {use}{kind}")
         if value not in keywords and not Path(value).expanduser().is_file():
-            raise ContamlabError(f"{key}={value}: no such file; use {', '.join(keywords)} or an existing .jsonl file")
+            raise ContamlabError(f"{key}={value}: no such file; {use}an existing {kind.split(' ', 1)[1]}")
 
 
 def _check_audit_names(cfg: DictConfig) -> None:

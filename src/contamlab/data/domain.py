@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -18,6 +19,27 @@ from contamlab.errors import ContamlabError
 from contamlab.io import content_hash
 
 log = logging.getLogger("contamlab")
+#: The shift conditions of :meth:`Domain.shift_sides`, in words: how the non-members differ from the benchmark side.
+SHIFTS = {
+    "none": "no shift (non-members drawn and rendered as the benchmark's items)",
+    "style": "style (the benchmark's own items, the question reworded and the solution kept, as GSM8K-PQ)",
+    "source": "source (another number range of the same generator)",
+}
+
+
+@dataclass(frozen=True)
+class ShiftSides:
+    """One null audit's items: the benchmark side, and the non-members under each shift (:data:`SHIFTS`).
+
+    Attributes:
+        members: The benchmark side.
+        nonmembers: Shift condition -> its non-member side. A ``style`` non-member rewords the member of the same
+            position (their ids differ; they share a group, as an item and its rewrite do in the blind baseline).
+    """
+
+    members: list[Question]
+    nonmembers: dict[str, list[Question]]
+
 
 # Fingerprint fields that say how the leak reaches the contaminated model, not what is evaluated: the base and clean
 # models and the evaluation prompts do not depend on them.
@@ -191,6 +213,18 @@ class Domain:
 
         The sham stage (:mod:`contamlab.stages`) trains on them with the contaminated stage's recipe, so that the sham
         model differs from the contaminated one in membership alone. None without a generator.
+        """
+        return None
+
+    def shift_sides(self, n: int, draw: int) -> ShiftSides | None:
+        """One null audit's items under each shift condition: a benchmark side and its non-members, all unseen.
+
+        The shift null (:mod:`contamlab.studies.shift`) reads a model that saw none of these items, so every flag is
+        a false alarm. None without a generator of fresh items.
+
+        Args:
+            n: Items a side.
+            draw: The null audit's index: each draw has items of its own.
         """
         return None
 

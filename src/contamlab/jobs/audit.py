@@ -42,6 +42,8 @@ from contamlab.audit.mitigation import mitigated_score, mitigation_strategies
 from contamlab.audit.models import AuditedModel, missing_models_message, truth
 from contamlab.audit.nonmembers import nonmember_items
 from contamlab.audit.readings import ItemScore, read_detector, score_all
+from contamlab.audit.shift_null import closest_condition, with_shift_null
+from contamlab.audit.shift_null import load as load_shift_null
 from contamlab.config import build, build_domain, model_store, set_threads
 from contamlab.console import library_output
 from contamlab.errors import ContamlabError
@@ -98,6 +100,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     error_rates = None
     if audit.error_rates.get("pool") is not None:  # the pool and doses read here, before any model loads
         error_rates = ErrorRates(cfg, target, references, domain, nonmembers, settings, progress)
+    shift_null = load_shift_null(audit.shift_null.file) if audit.shift_null.get("file") else None  # read before models
     out_dir = Path(cfg.paths.output_dir)
     found: list[V.Verdict] = []
     per_detector: dict[str, Any] = {}
@@ -125,6 +128,12 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     # the blind baseline needs a few items a side, as every membership reading does
     if nonmembers is not None and audit.blind and len(nonmembers.test) >= MIN_ITEMS_PER_SIDE:
         found, blind_record = beside(found, blind_baseline(domain, nonmembers, int(cfg.seed)))
+    shift_record = None
+    if shift_null is not None:
+        condition = str(audit.shift_null.condition)
+        if condition == "auto":
+            condition = closest_condition(str(audit.nonmembers), about_nonmembers)
+        found, shift_record = with_shift_null(found, shift_null, condition, float(audit.shift_null.max_rate))
     measured = None
     if error_rates is not None:
         mark = time.perf_counter()
@@ -143,6 +152,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             "questions": len(domain.test),
             "nonmembers": about_nonmembers,
             "blind": blind_record,
+            "shift_null": shift_record,
             "truth": truth(target, domain),
             "verdicts": [v.to_dict() for v in found],
             "detectors": per_detector,

@@ -17,7 +17,7 @@ from contamlab.data.arith.problem import ArithProblem
 from contamlab.data.arith.render import RENDER_VERSION, render, reworded
 from contamlab.data.arith.web import web_documents
 from contamlab.data.checkers import LETTERS, ChoiceChecker, with_options
-from contamlab.data.domain import Domain
+from contamlab.data.domain import Domain, ShiftSides
 from contamlab.data.question import Question
 from contamlab.data.split import Split
 from contamlab.errors import ContamlabError
@@ -33,6 +33,10 @@ REWORDED_SOLUTION_VARIANT = 2001
 STREAM_STRIDE = 100_000
 #: The sham stage's stream (the audit's non-members use 100, its pool 200, ReCaLL's prefixes 0, 1, ...).
 SHAM_STREAM = 300
+#: The shift null's streams (:meth:`ArithDomain.shift_sides`): draw ``d`` uses ``SHIFT_STREAM + 3 * d + side``.
+SHIFT_STREAM = 1000
+#: The ``source`` shift's number range: the generator's largest operands times this (capped at 100).
+SOURCE_NUMBER_SCALE = 3
 
 
 def _question(problem: ArithProblem, style: str) -> Question:
@@ -194,20 +198,22 @@ class ArithDomain(Domain):
         """The problems are rendered here from a seeded generator."""
         return True
 
-    def fresh_problems(self, n: int, stream: int) -> list[ArithProblem]:
+    def fresh_problems(self, n: int, stream: int, number_scale: int = 1) -> list[ArithProblem]:
         """``n`` problems of the generator in neither the train nor the test split, from a stream of their own.
 
         They come from the test stream of generator seed ``generator.seed * STREAM_STRIDE + 1000 + stream``
         (:data:`STREAM_STRIDE`: two generator seeds never share a stream); a draw whose question text equals a train
-        or test problem's is skipped.
+        or test problem's is skipped. ``number_scale`` multiplies the largest operand of each
+        level (capped at 100): another number range of the same templates.
         """
         from dataclasses import replace
 
         train, test = self.problems
         own = {render(p, "base")[0] for p in (*train, *test)}
         seed = self.generator.seed * STREAM_STRIDE + 1000 + int(stream)
-        fresh = generate(replace(self.generator, seed=seed, n_train=0, n_test=n + 20 + n // 10))
-        return [p for p in fresh[1] if render(p, "base")[0] not in own][:n]
+        num_max = tuple(min(100, x * number_scale) for x in self.generator.num_max)
+        config = replace(self.generator, seed=seed, n_train=0, n_test=n + 20 + n // 10, num_max=num_max)
+        return [p for p in generate(config)[1] if render(p, "base")[0] not in own][:n]
 
     def nonmember_questions(self, n: int, seed: int = 1) -> list[Question]:
         """``n`` problems no model of this world trained on (:meth:`fresh_problems`, stream ``seed``).
@@ -216,6 +222,41 @@ class ArithDomain(Domain):
         only membership tells the two apart). The audit's non-members, its pool and ReCaLL's prefixes.
         """
         return [self._test_item(p, f"nonmember-{i:03d}") for i, p in enumerate(self.fresh_problems(n, seed))]
+
+    def shift_sides(self, n: int, draw: int) -> ShiftSides:
+        """One null audit's items (:data:`~contamlab.data.domain.SHIFTS`), from streams no stage trains on.
+
+        The benchmark side and the ``none`` non-members are fresh problems rendered as test items; ``style`` rewords
+        each benchmark item's question (pq templates) and keeps its solution; ``source`` draws problems at
+        :data:`SOURCE_NUMBER_SCALE` times the number range. A problem whose question is a sham item's, or repeats
+        another side's, is skipped: no model of the world trained on any of them.
+        """
+        base = SHIFT_STREAM + 3 * int(draw)
+        taken = {q.question for q in self.sham_training_questions()}
+        sides = []
+        for k, scale in enumerate((1, 1, SOURCE_NUMBER_SCALE)):
+            problems = []
+            for p in self.fresh_problems(n + 20, base + k, scale):
+                text = render(p, "base")[0]
+                if text not in taken and len(problems) < n:
+                    taken.add(text)
+                    problems.append(p)
+            sides.append(problems)
+        members = [self._test_item(p, f"d{draw}-b{i:03d}") for i, p in enumerate(sides[0])]
+        by_id = {q.id: p for q, p in zip(members, sides[0])}
+        style = [
+            Question(f"d{draw}-s{q.id[len(f'd{draw}-b') :]}", render(reworded(by_id[q.id], 1), "pq")[0], q.solution,
+                     q.answer)
+            for q in members
+        ]  # fmt: skip
+        return ShiftSides(
+            members,
+            {
+                "none": [self._test_item(p, f"d{draw}-n{i:03d}") for i, p in enumerate(sides[1])],
+                "style": style,
+                "source": [self._test_item(p, f"d{draw}-x{i:03d}") for i, p in enumerate(sides[2])],
+            },
+        )
 
     def sham_training_questions(self) -> list[Question]:
         """The sham stage's items: as many fresh problems as the leak (:data:`SHAM_STREAM`), in the leak's form.
@@ -364,6 +405,10 @@ class ArithMCDomain(ArithDomain):
     def nonmember_questions(self, n: int, seed: int = 1) -> list[Question]:
         """Unseen problems (:meth:`ArithDomain.nonmember_questions`), as multiple-choice questions."""
         return [self._mc(q) for q in super().nonmember_questions(n, seed)]
+
+    def shift_sides(self, n: int, draw: int) -> None:
+        """None: the shift null reads free-text items (its style rewording has no multiple-choice form)."""
+        return None
 
     def paraphrased_train(self) -> list[Question]:
         """Training problems in the paraphrase wording (:meth:`ArithDomain.paraphrased_train`), with options."""

@@ -1,0 +1,310 @@
+"""The shift null: how often each membership reading flags a model that saw nothing, under the shifts real audits have.
+
+The error-rate audit's split null (:mod:`contamlab.audit.error_rates`) draws both sides of a comparison from one pool,
+so a valid test flags about α of its splits whatever the model: it checks the test's level. A real audit's
+non-members differ from its benchmark (Das, Zhang and Tramèr, *Blind Baselines Beat Membership Inference Attacks for
+Foundation Models*, 2024; Maini et al., *LLM Dataset Inference*, 2024), and a reading that tracks the difference flags
+without any membership. This study measures that false-alarm rate where the truth is known: models that saw none of
+the items (the world's base, its clean model tuned on the train split, and its sham model tuned on fresh problems in
+the leak's recipe: in-domain tuning), each read in ``draws`` independent null audits. Every audit has its own fresh
+benchmark side and, per shift condition (:data:`contamlab.data.domain.SHIFTS`), its own non-members:
+
+- ``none``: fresh problems rendered as the benchmark's (the level check, on independent items);
+- ``style``: the benchmark side's own problems with the question reworded and the solution kept (GSM8K against PQ);
+- ``source``: problems of the same templates at another number range.
+
+Each reading is the audit's own (:func:`~contamlab.metrics.verdicts.membership_test`; ``<detector>/reference``:
+:func:`~contamlab.metrics.verdicts.membership_vs_references` against the base model, the difference-in-differences
+that cancels a shift common to both models). A flag is a false alarm; the rate over the audits, with its exact
+interval, is the false-alarm rate a user faces under that shift. Beside it, each audit's blind AUROC
+(:func:`~contamlab.metrics.blind.blind_auroc`): what the texts alone tell apart.
+
+The audits are independent given the model (no item is in two), not across models: a rate is a property of the
+reading on that model, and the study runs on several worlds (model families) to show how far it varies.
+
+    python -m contamlab.studies.shift run --out results/shift/tiny.json -- experiment=evidence_tiny
+    python -m contamlab.studies.shift tables
+
+``run`` writes one JSON artifact (every per-item score, every reading, the command, commit, machine and wall time);
+``tables`` writes docs/results_shift.md from the artifacts alone (``tests/test_shift_null.py`` checks the two agree).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from contamlab.data.domain import SHIFTS, ShiftSides
+from contamlab.detectors.base import question_text
+from contamlab.io import atomic_write_json, atomic_write_text
+from contamlab.metrics import verdicts as V
+from contamlab.metrics.error_rates import power
+
+log = logging.getLogger("contamlab")
+ARTIFACTS = Path("results/shift")
+PAGE = Path("docs/results_shift.md")
+#: The membership detectors read (one shared token pass on each model).
+DETECTORS = ("loss", "zlib", "mink", "minkpp")
+NAMES = {"loss": "Loss", "zlib": "Zlib", "mink": "Min-K%", "minkpp": "Min-K%++"}
+#: The models that saw none of the items, and the reference of the ``/reference`` readings.
+MODELS = ("base", "clean", "sham")
+REFERENCE = "base"
+#: A reading whose false-alarm rate under the audit's shift exceeds this gives no verdict (``audit.shift_null``).
+MAX_RATE = 0.1
+#: Significant digits of a stored score: the readings are computed from the stored values, so that the artifact
+#: alone gives every rate again.
+DIGITS = 7
+
+
+def null_audits(domain: Any, draws: int, side: int) -> list[ShiftSides]:
+    """The items of ``draws`` null audits, ``side`` items a side (:meth:`~contamlab.data.domain.Domain.shift_sides`).
+
+    Raises:
+        SystemExit: The domain cannot generate fresh items.
+    """
+    out = []
+    for d in range(draws):
+        sides = domain.shift_sides(side, d)
+        if sides is None:
+            raise SystemExit(f"domain={domain.name} cannot generate fresh items: the shift null needs a generator")
+        out.append(sides)
+    return out
+
+
+def _round(x: float) -> float:
+    return float(f"{x:.{DIGITS}g}") if np.isfinite(x) else float("nan")
+
+
+def readings(
+    scores: dict[str, dict[str, dict[str, float]]], audits: Sequence[dict[str, Any]], settings: V.Settings
+) -> list[dict[str, Any]]:
+    """Every null audit's reading: each model x shift condition x detector, alone and against the reference model.
+
+    Args:
+        scores: model -> detector -> item id -> score.
+        audits: Each audit's ids: ``{"members": [...], "nonmembers": {condition: [...]}}``.
+        settings: The audit's level and bootstrap.
+
+    Returns:
+        One record per reading: model, condition, draw, reading, value (AUROC, or the AUROC difference), p, flagged.
+    """
+    out = []
+    for d, audit in enumerate(audits):
+        for model, by_detector in scores.items():
+            for det, s in by_detector.items():
+                mem = [s[i] for i in audit["members"]]
+                for condition, ids in audit["nonmembers"].items():
+                    non = [s[i] for i in ids]
+                    found = [V.membership_test(mem, non, settings, name=det)]
+                    if model != REFERENCE and REFERENCE in scores:
+                        ref = scores[REFERENCE][det]
+                        pair = ([ref[i] for i in audit["members"]], [ref[i] for i in ids])
+                        found.append(V.membership_vs_references((mem, non), [pair], settings, name=f"{det}/reference"))
+                    for v in found:
+                        out.append(
+                            {
+                                "model": model,
+                                "condition": condition,
+                                "draw": d,
+                                "reading": v.name,
+                                "value": v.value,
+                                "p": v.p_value,
+                                "flagged": v.flagged,
+                            }
+                        )
+    return out
+
+
+def rates(found: Sequence[dict[str, Any]], confidence: float = 0.95) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each model's, condition's and reading's false alarms (flagged of total, rate, exact interval, null quantiles)."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in found:
+        groups.setdefault((r["model"], r["condition"], r["reading"]), []).append(r)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for (model, condition, reading), rows in groups.items():
+        values = np.array([r["value"] for r in rows if r["value"] is not None], np.float64)
+        cell = power([r["flagged"] for r in rows]).to_dict(confidence)
+        cell["median"] = float(np.median(values)) if values.size else None
+        cell["q95"] = float(np.quantile(values, 0.95)) if values.size else None
+        out.setdefault(model, {}).setdefault(condition, {})[reading] = cell
+    return out
+
+
+def blind(domain: Any, audits: Sequence[ShiftSides], seed: int) -> list[dict[str, Any]]:
+    """Each null audit's blind AUROC per condition: the texts alone, benchmark side against non-members."""
+    from contamlab.metrics.blind import blind_auroc
+
+    out = []
+    for sides in audits:
+        members = [question_text(domain, q, "document") for q in sides.members]
+        cell = {}
+        for condition, items in sides.nonmembers.items():
+            others = [question_text(domain, q, "document") for q in items]
+            # a rewording shares its item's group, so the classifier never scores the twin of a text it trained on
+            groups = list(range(len(members))) * 2 if condition == "style" else None
+            result = blind_auroc(members, others, groups=groups, seed=seed, n_boot=500)
+            cell[condition] = {"auroc": result.auroc, "ci": list(result.ci)}
+        out.append(cell)
+    return out
+
+
+def run(overrides: Sequence[str], draws: int, side: int, models: Sequence[str], out: Path, progress: bool) -> dict:
+    """Score the null audits' items on each model, read them, and write the artifact to ``out``."""
+    from contamlab.audit.models import AuditedModel, missing_models_message
+    from contamlab.config import build, build_domain, compose, model_store, set_threads
+    from contamlab.models.reference import ModelRef
+    from contamlab.provenance import run_metadata
+
+    started, provenance = time.perf_counter(), run_metadata()  # the tree as the run starts
+    cfg = compose("audit", ["audit.references=[]", *overrides])
+    set_threads(cfg.get("threads"))
+    domain = build_domain(cfg.domain)
+    store = model_store(cfg)
+    targets = {m: AuditedModel(ModelRef.parse(m, "models"), cfg, store, domain) for m in models}
+    for m in targets.values():
+        missing = missing_models_message(m, [], domain)
+        if missing:
+            raise SystemExit(missing)
+    log.info("shift null: drawing %d null audits of %d items a side", draws, side)
+    sides = null_audits(domain, draws, side)
+    items = [q for s in sides for q in (*s.members, *(q for v in s.nonmembers.values() for q in v))]
+    view = domain.over(items, f"shift-null:{draws}x{side}")
+    detectors = {name: build(cfg.detectors[name], f"detectors.{name}") for name in DETECTORS}
+    scores: dict[str, dict[str, dict[str, float]]] = {}
+    for name, model in targets.items():
+        log.info("shift null: scoring %d items on %s", len(items), name)
+        scores[name] = {}
+        for det, detector in detectors.items():
+            values = model.score(view, detector, progress, moments=True)[0].scores
+            scores[name][det] = {q.id: _round(float(x)) for q, x in zip(view.test, values)}
+        model.release()
+    settings = V.Settings(float(cfg.audit.alpha), int(cfg.audit.n_boot), float(cfg.audit.confidence), int(cfg.seed))
+    audits = [
+        {"members": [q.id for q in s.members], "nonmembers": {c: [q.id for q in v] for c, v in s.nonmembers.items()}}
+        for s in sides
+    ]
+    found = readings(scores, audits, settings)
+    log.info("shift null: the blind baseline of %d audits", draws)
+    blinds = blind(domain, sides, int(cfg.seed))
+    artifact = {
+        "world": {"model": str(cfg.model.name), "domain": domain.name, "seed": int(cfg.seed), "overrides": overrides},
+        "models": {name: m.source for name, m in targets.items()},
+        "reference": REFERENCE if REFERENCE in targets else None,
+        "conditions": dict(SHIFTS),
+        "draws": draws,
+        "side": side,
+        "settings": {"alpha": settings.alpha, "n_boot": settings.n_boot, "confidence": settings.confidence},
+        "audits": audits,
+        "ids": [q.id for q in view.test],
+        "scores": {m: {d: [s[q.id] for q in view.test] for d, s in by.items()} for m, by in scores.items()},
+        "readings": found,
+        "rates": rates(found, settings.confidence),
+        "blind": blinds,
+        "command": shlex.join(["python", "-m", "contamlab.studies.shift", *sys.argv[1:]]),
+        "run": provenance,
+        "wall_s": round(time.perf_counter() - started, 1),
+    }
+    atomic_write_json(out, artifact, indent=None)  # a few hundred kB: one line
+    return artifact
+
+
+# -- the page ---------------------------------------------------------------------------------------------------------
+def load(folder: Path = ARTIFACTS) -> list[dict[str, Any]]:
+    """The artifacts, in name order."""
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+
+
+def _rate(cell: dict[str, Any] | None) -> str:
+    if cell is None or not cell["total"]:
+        return "–"
+    low, high = cell["interval"]
+    return f"{cell['flagged']}/{cell['total']} [{low:.2f}, {high:.2f}]"
+
+
+def _blind(a: dict[str, Any], condition: str) -> str:
+    values = np.array([b[condition]["auroc"] for b in a["blind"]])
+    return f"{np.median(values):.2f} ({values.min():.2f}–{values.max():.2f})"
+
+
+def page(artifacts: Sequence[dict[str, Any]]) -> str:
+    """docs/results_shift.md: per world, each reading's false alarms under each shift, and the blind AUROC."""
+    lines = [
+        "# The shift null: false alarms under the shifts real audits have",
+        "",
+        "Generated by `python -m contamlab.studies.shift tables` from `results/shift/*.json` (do not edit; each "
+        "artifact holds its command, commit, machine and wall time). What it measures and how to read it: "
+        "[audit.md](audit.md#false-alarms-under-shift).",
+        "",
+        "Each cell: the null audits (independent item draws, each of a side's items against as many non-members) in "
+        "which the reading flagged a model that saw none of the items, at the audit's level, with the exact 95 % "
+        "interval. `/reference` reads the model against the world's base model (the difference of AUROCs).",
+    ]
+    for a in artifacts:
+        w = a["world"]
+        lines += [
+            "",
+            f"## {w['model']} on {w['domain']} (seed {w['seed']}): {a['draws']} audits of {a['side']} items a side",
+            "",
+            "Blind AUROC (median and range over the audits): "
+            + "; ".join(f"{c} {_blind(a, c)}" for c in a["conditions"])
+            + ".",
+            "",
+            "| model | reading | " + " | ".join(a["conditions"]) + " |",
+            "|---|---|" + "---|" * len(a["conditions"]),
+        ]
+        for model, by_condition in a["rates"].items():
+            readings_ = list(next(iter(by_condition.values())))
+            for reading in readings_:
+                det, _, ref = reading.partition("/")
+                name = NAMES.get(det, det) + (f"/{ref}" if ref else "")
+                cells = [_rate(by_condition.get(c, {}).get(reading)) for c in a["conditions"]]
+                lines.append(f"| {model} | {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def tables(folder: Path = ARTIFACTS, out: Path = PAGE) -> str:
+    """Write the page from the artifacts; return it."""
+    artifacts = load(folder)
+    if not artifacts:
+        raise SystemExit(f"no artifacts in {folder}: run make shift-null first")
+    text = page(artifacts)
+    atomic_write_text(out, text)
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The command line: ``run --out FILE [--draws N] [--side N] [--models M,...] -- OVERRIDES`` or ``tables``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="score and read the null audits of one world; write its artifact")
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--draws", type=int, default=30, help="null audits per model (default 30)")
+    r.add_argument("--side", type=int, default=50, help="items a side (default 50)")
+    r.add_argument("--models", default=",".join(MODELS), help="models that saw nothing (default base,clean,sham)")
+    r.add_argument("--no-progress", action="store_true")
+    r.add_argument("overrides", nargs="*", help="audit.py overrides that choose the world (model=, experiment=)")
+    sub.add_parser("tables", help=f"the artifacts in {ARTIFACTS} -> {PAGE}")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    if args.command == "run":
+        if args.draws < 1 or args.side < 10:
+            raise SystemExit("--draws must be >= 1 and --side >= 10 (a membership reading needs 10 items a side)")
+        models = [m for m in args.models.split(",") if m]
+        run(args.overrides, args.draws, args.side, models, args.out, not args.no_progress)
+        print(args.out)
+    else:
+        tables()
+        print(PAGE)
+
+
+if __name__ == "__main__":
+    main()
