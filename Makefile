@@ -362,8 +362,8 @@ evidence-report: $(STAMP) ## The evidence study's artifacts (results/evidence) a
 # (the benchmark's items reworded) and a source shift (another number range); then docs/results_shift.md. Trains what
 # is missing (the tiny world's models: about 10 min; SmolLM2's clean and sham: about 5 min).
 SN ?= outputs/shift
-SN_TINY_DRAWS ?= 30
-SN_SMOLLM2_DRAWS ?= 10
+SN_TINY_DRAWS ?= 100
+SN_SMOLLM2_DRAWS ?= 20
 SN_RUN = $(PY) -m contamlab.studies.shift run --no-progress
 
 shift-null: $(STAMP) ## False alarms under shift on models that saw nothing -> results/shift (about 1 h)

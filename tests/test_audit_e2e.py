@@ -252,3 +252,6 @@ def test_a_shift_null_file_withholds_a_reading_it_flags_too_often(audits, small_
     )
     record = results["audit"]["shift_null"]
     assert record["condition"] == "none" and record["withheld"] == ["loss"]
+    report = next(sweep.rglob("audit.md")).read_text()
+    assert "Shift null, `none` condition: no shift (non-members drawn and rendered as the benchmark's" in report
+    assert "No verdict: loss." in report

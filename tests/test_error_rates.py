@@ -215,5 +215,5 @@ def test_the_error_rate_table_counts_verdicts_against_the_truth():
 
     table = error_rate_table([audit(False, False), audit(False, True), audit(True, True), audit(True, None, True)])
     row = next(line for line in table.splitlines() if line.startswith("| loss"))
-    assert row == "| loss | 1/2 | 1/1 (1 underpowered) | — | 12/400 | 12/12 |"
+    assert row == "| loss | 1/2 | 1/1 (1 underpowered) | — | 3 of 100 (4 audits) | 12/12 |"  # per audit, not summed
     assert "codec" not in table

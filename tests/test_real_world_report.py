@@ -125,5 +125,5 @@ def test_the_calibrated_verdicts_are_counted_per_model_family(tmp_path):
     text = write_report(tmp_path).read_text()
     section = text.split("## Error-rate audits against the truth")[1]
     gemma, smollm = section.split("### gemma3")[1].split("### smollm2")
-    assert "| loss | 1/2 | — | — | 35/400 | 6/6 |" in gemma
-    assert "| loss | 0/1 | 1/1 | — | 22/400 | 6/6 |" in smollm
+    assert "| loss | 1/2 | — | — | 5–30 of 200 (2 audits) | 6/6 |" in gemma  # per audit, not summed
+    assert "| loss | 0/1 | 1/1 | — | 10–12 of 200 (2 audits) | 6/6 |" in smollm

@@ -113,6 +113,22 @@ def _blind_note(audit: dict[str, Any]) -> list[str]:
     return [line, ""]
 
 
+def _shift_note(audit: dict[str, Any]) -> list[str]:
+    """The shift null's line: which shift the verdicts' false alarms were measured under, and what it withheld."""
+    shift = audit.get("shift_null")
+    if not shift:
+        return []
+    world = shift["file_world"]
+    line = (
+        f"Shift null, `{shift['condition']}` condition: {shift['about']}, measured on models that saw nothing "
+        f"({world['model']} on {world['domain']}). Each membership verdict states its false alarms under it; a "
+        f"reading above {shift['max_rate']:g} gives no verdict."
+    )
+    if shift["withheld"]:
+        line += f" No verdict: {', '.join(shift['withheld'])}."
+    return [line, ""]
+
+
 def audit_markdown(results: dict[str, Any]) -> str:
     """The report section of one audit."""
     audit = results["audit"]
@@ -126,6 +142,7 @@ def audit_markdown(results: dict[str, Any]) -> str:
         verdict_table(audit["verdicts"]),
         "",
         *_blind_note(audit),
+        *_shift_note(audit),
         *_error_rates_note(audit),
     ]
     not_run = {k: v["not_run"] for k, v in audit["detectors"].items() if "not_run" in v}
@@ -262,8 +279,9 @@ def error_rate_table(audits: Sequence[dict[str, Any]]) -> str | None:
     """The error-rate audits of simulated models against their truth (None without any).
 
     Per reading with error rates: among the clean targets and the contaminated ones (by leak), flagged / given a
-    verdict, and how many were left without one as underpowered; then the null's false alarms and the twins' power at
-    the first dose, summed over the audits.
+    verdict, and how many were left without one as underpowered; then the split null's flagged splits per audit (their
+    range over the audits: audits of one pool share their splits, so the counts are not summed) and the twins' power
+    at the first dose, summed over the audits.
     """
     rows: dict[str, dict[str, list[int]]] = {}
     for r in audits:
@@ -282,10 +300,8 @@ def error_rate_table(audits: Sequence[dict[str, Any]]) -> str | None:
             else:
                 cell[0] += int(bool(v["flagged"]))
                 cell[1] += 1
-            if cal.get("null"):
-                null = row.setdefault("null", [0, 0])
-                null[0] += cal["null"]["flagged"]
-                null[1] += cal["null"]["total"]
+            if cal.get("null"):  # one count per audit: audits of one pool share their splits, so no sum
+                row.setdefault("null", []).append((cal["null"]["flagged"], cal["null"]["total"]))
             if cal.get("power"):
                 first = next(iter(cal["power"].values()))
                 power = row.setdefault("power", [0, 0])
@@ -300,8 +316,16 @@ def error_rate_table(audits: Sequence[dict[str, Any]]) -> str | None:
         text = f"{cell[0]}/{cell[1]}"
         return text + (f" ({cell[2]} underpowered)" if len(cell) > 2 and cell[2] else "")
 
+    def per_audit(counts: list[tuple[int, int]] | None) -> str:
+        # the range over the audits of one audit's split null: a level check, not a count that adds up
+        if not counts:
+            return "—"
+        flagged, totals = [c[0] for c in counts], sorted({c[1] for c in counts})
+        span = f"{min(flagged)}" if min(flagged) == max(flagged) else f"{min(flagged)}–{max(flagged)}"
+        return f"{span} of {'/'.join(map(str, totals))} ({len(counts)} audit{'s' * (len(counts) != 1)})"
+
     body = [
-        [name, show(g.get("clean")), show(g.get("verbatim")), show(g.get("paraphrased")), show(g.get("null")),
+        [name, show(g.get("clean")), show(g.get("verbatim")), show(g.get("paraphrased")), per_audit(g.get("null")),
          show(g.get("power"))]
         for name, g in sorted(rows.items())
     ]  # fmt: skip
@@ -310,7 +334,7 @@ def error_rate_table(audits: Sequence[dict[str, Any]]) -> str | None:
         "flagged: clean models",
         "flagged: verbatim leaks",
         "flagged: paraphrased leaks",
-        "false alarms on the null (all splits)",
+        "split null (level check): flagged splits per audit",
         "twins flagged (first dose)",
     ]
     return _table(header, body)

@@ -12,7 +12,7 @@ detection jobs and the audits of ``make real-world``) and writes ``<dir>/real_wo
 - the meta-audit: for each model family, every audit reading's flagged / audited among the clean models (false
   alarms) and among the contaminated ones (power, per leak form), as :func:`contamlab.analysis.audit.meta_audit`;
 - the error-rate audits (``audit.error_rates.pool``): for each model family, every verdict with error rates against the
-  truth, with the null's false alarms and the twins' power summed over that family's audits;
+  truth, with the split null's flagged splits per audit (a level check) and the twins' power over that family's audits;
 - the training cost: wall time and tokens per second of every stage, and each audit's detector times.
 """
 
@@ -284,8 +284,8 @@ def write_report(
             "## Error-rate audits against the truth",
             "",
             "Each reading with error rates's verdict (docs/audit.md#error-rates): flagged / given a verdict, and "
-            "the audits where it gave none for want of power; the null's false alarms and the twins' power summed "
-            "over a model family's audits.",
+            "the audits where it gave none for want of power; the split null's flagged splits per audit (a level "
+            "check; audits of one pool share their splits) and the twins' power over a model family's audits.",
             "",
             *measured,
         ]
