@@ -122,7 +122,7 @@ def _shift_note(audit: dict[str, Any]) -> list[str]:
     line = (
         f"Shift null, `{shift['condition']}` condition: {shift['about']}, measured on models that saw nothing "
         f"({world['model']} on {world['domain']}). Each membership verdict states its false alarms under it; a "
-        f"reading above {shift['max_rate']:g} gives no verdict."
+        f"reading whose rate is shown above {shift['max_rate']:g} (the lower end of its interval) gives no verdict."
     )
     if shift["withheld"]:
         line += f" No verdict: {', '.join(shift['withheld'])}."

@@ -8,8 +8,10 @@ names such an artifact; the audit then picks the condition closest to its own no
 
 - states that condition's false-alarm rate (the worst of the artifact's null models, with its exact interval) and the
   share of null audits whose reading reached the audited value (an empirical p against the shift);
-- gives no verdict, "not distinguishable from <shift>", where the rate exceeds ``audit.shift_null.max_rate``: a
-  reading that flags models that saw nothing that often says nothing of this one.
+- gives no verdict, "not distinguishable from <shift>", where the rate is shown to exceed
+  ``audit.shift_null.max_rate`` (the lower end of its exact 95 % interval lies above it): a reading that flags models
+  that saw nothing that often says nothing of this one. The lower end, not the point estimate, because the rate is the
+  worst of several null models counted over a few dozen audits: at a true rate of α = 0.05, 3 of 20 (0.15) is common.
 
 The artifact measures the shift on its own world (a generator and model family); the verdict names it, so that a reader
 sees how close it is to the audited benchmark.
@@ -74,7 +76,7 @@ def _worst(artifact: dict[str, Any], condition: str, reading: str) -> tuple[str,
 def with_shift_null(
     found: list[V.Verdict], artifact: dict[str, Any], condition: str, max_rate: float
 ) -> tuple[list[V.Verdict], dict[str, Any]]:
-    """The verdicts with their false alarms under ``condition``; those above ``max_rate`` give no verdict.
+    """The verdicts with their false alarms under ``condition``; those shown above ``max_rate`` give no verdict.
 
     Returns:
         The verdicts (those the artifact does not measure unchanged) and the record for results.json.
@@ -115,7 +117,7 @@ def with_shift_null(
         }
         measured[v.name] = record
         detail = {**v.detail, "shift_null": record}
-        if v.flagged is not None and cell["rate"] > max_rate:
+        if v.flagged is not None and low > max_rate:
             withheld.append(v.name)
             text = f"not distinguishable from a {SHIFTS[condition]} shift: {rate_words}; no verdict"
             out.append(dataclasses.replace(v, verdict=text, flagged=None, detail=detail))
