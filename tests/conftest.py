@@ -1,4 +1,5 @@
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,33 @@ def small_world(tmp_path_factory):
     train_world(tmp, *common)
     train_world(tmp, *common, "seed=1", "stage=clean")
     return tmp
+
+
+@pytest.fixture(scope="session")
+def _random_smollm2(tmp_path_factory) -> Path:
+    """A random two-layer SmolLM2 (``model.random_layers=2``), built once per worker from the GGUF's metadata."""
+    from contamlab.models.random_init import random_model_dir
+    from contamlab.models.packaged import SMOLLM2
+
+    return random_model_dir(SMOLLM2, tmp_path_factory.mktemp("random-smollm2") / "smollm2", 2)
+
+
+@pytest.fixture
+def random_smollm2_in(_random_smollm2):
+    """``seed(cache_dir)`` puts the worker's random two-layer SmolLM2 where a build into ``cache_dir`` would.
+
+    Reading the GGUF's config and vocabulary is most of a build (about 20 s on 2 cores, in the gguf package's
+    reader), so the tests that train on the random model share one build as hard links; tests/test_real_world.py
+    builds its own, since the build is what it tests.
+    """
+
+    def seed(cache_dir: Path) -> Path:
+        target = Path(cache_dir) / "smollm2" / _random_smollm2.name
+        if not target.exists():
+            shutil.copytree(_random_smollm2, target, copy_function=os.link)
+        return target
+
+    return seed
 
 
 # -- the tiny tokenizer and model of the detector tests (tests/tinylm.py) ------------------------------------------

@@ -131,6 +131,11 @@ def test_the_error_rate_audit_measures_null_and_power_and_a_rerun_trains_nothing
     first = run_job("audit", _audit(tmp, tmp_path / "first", cache))["audit"]
     record = first["error_rates"]
     assert len(twins) == 2 and record["twins_per_dose"] == 2 and record["null_draws"] == 30
+    # each twin's cost this run: trained and scored now, so both are positive seconds
+    assert [c["seed"] for c in record["twin_costs"]] == [0, 1]
+    assert all(c["train_s"] > 0 and c["score_s"] > 0 and not c["scores_cached"] for c in record["twin_costs"])
+    trains = sorted(c["train_s"] for c in record["twin_costs"])
+    assert record["seconds_per_twin"]["train"] == pytest.approx((trains[0] + trains[1]) / 2, abs=0.01)
     readings = {v["name"]: v for v in first["verdicts"]}
     for name in ("loss", "loss/reference"):
         cal = readings[name]["detail"]["error_rates"]
@@ -163,6 +168,8 @@ def test_the_error_rate_audit_measures_null_and_power_and_a_rerun_trains_nothing
     second = run_job("audit", _audit(tmp, tmp_path / "second", cache))["audit"]
     assert len(twins) == 2 and loads == []
     assert second["error_rates"]["readings"] == record["readings"]
+    assert all(c["train_s"] is None and c["scores_cached"] for c in second["error_rates"]["twin_costs"])
+    assert second["error_rates"]["seconds_per_twin"] == {"train": None, "score": None}
 
 
 def test_a_partial_dose_trains_on_its_share_of_the_benchmark_side_and_reads_the_whole_side(monkeypatch):

@@ -21,6 +21,7 @@ from contamlab.config import compose, model_store
 
 
 def _train(tmp: Path, name: str, *overrides: str) -> Path:
+    """The clean stage of the tiny real-LM world into ``tmp / name`` (the random base comes from ``tmp / 'cache'``)."""
     from jobs import run_job
 
     cfg = compose(
@@ -35,7 +36,8 @@ def _sha(path: Path) -> str:
     return hashlib.sha1((path / "adapter_model.safetensors").read_bytes()).hexdigest()
 
 
-def test_the_frozen_base_in_bf16_trains_the_same_bytes(data_dir, tmp_path, monkeypatch):
+def test_the_frozen_base_in_bf16_trains_the_same_bytes(data_dir, tmp_path, monkeypatch, random_smollm2_in):
+    random_smollm2_in(tmp_path / "cache")
     cast: list[int] = []
     hold = stages.hold_frozen_linears
     monkeypatch.setattr(stages, "hold_frozen_linears", lambda model, dtype: cast.append(hold(model, dtype)))
@@ -46,7 +48,8 @@ def test_the_frozen_base_in_bf16_trains_the_same_bytes(data_dir, tmp_path, monke
     assert _sha(fast) == _sha(slow)
 
 
-def test_the_labelled_logits_train_the_same_bytes_under_the_same_key(data_dir, tmp_path):
+def test_the_labelled_logits_train_the_same_bytes_under_the_same_key(data_dir, tmp_path, random_smollm2_in):
+    random_smollm2_in(tmp_path / "cache")
     labelled = _train(tmp_path, "labelled", "finetune.logits=labelled")
     full = _train(tmp_path, "full", "finetune.logits=all")
     assert _sha(labelled) == _sha(full) and labelled.name == full.name

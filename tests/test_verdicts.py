@@ -85,6 +85,21 @@ def test_auroc_draws_equal_sklearn_on_every_resample():
         assert got[b] == pytest.approx(roc_auc_score([1] * 30 + [0] * 25, np.concatenate([p, n])))
 
 
+def test_auroc_draws_with_ties_everywhere_equal_the_rank_sum_bit_for_bit():
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(4)
+    pos, neg = rng.integers(0, 6, 40).astype(float), rng.integers(0, 5, 35).astype(float)  # ties within and across
+    pos_idx, neg_idx = rng.integers(0, 40, (300, 40)), rng.integers(0, 35, (300, 35))
+    got = auroc_draws(pos, neg, pos_idx, neg_idx)
+    ranks = rankdata(np.concatenate([pos[pos_idx], neg[neg_idx]], axis=1), axis=-1)  # the slow path: rank each draw
+    expected = (ranks[:, :40].sum(axis=1) - 40 * 41 / 2) / (40 * 35)
+    assert np.array_equal(got, expected)
+    for b in (0, 1, 299):
+        labels = [1] * 40 + [0] * 35
+        assert got[b] == pytest.approx(roc_auc_score(labels, np.concatenate([pos[pos_idx[b]], neg[neg_idx[b]]])))
+
+
 def test_membership_vs_references_difference_and_its_test():
     rng = np.random.default_rng(0)
     members, nonmembers = rng.normal(1.0, 1, 60), rng.normal(0, 1, 60)

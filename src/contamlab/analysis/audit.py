@@ -83,9 +83,16 @@ def _error_rates_note(audit: dict[str, Any]) -> list[str]:
         f"Calibrated on this model: a pool of {cal['pool']}; the null from {cal['null_draws']} random splits of it "
         f"({cal['sides'][0]} and {cal['sides'][1]} items, or in proportion); the power from {cal['twins_per_dose']} "
         f"twins per dose ({', '.join(cal['doses'])}), each LoRA-fine-tuned on a random half of the pool. A reading "
-        f"below power {cal['min_power']:g} at every dose gives no verdict ({cal['wall_s']:.0f} s).",
+        f"below power {cal['min_power']:g} at every dose gives no verdict ({cal['wall_s']:.0f} s{_twin_cost(cal)}).",
         "",
     ]
+
+
+def _twin_cost(cal: dict[str, Any]) -> str:
+    """What a twin cost this run, as a clause (empty where every twin was trained and scored before)."""
+    per = cal.get("seconds_per_twin") or {}
+    parts = [f"{what} {per[what]:.0f} s" for what in ("train", "score") if per.get(what) is not None]
+    return f"; a twin's median cost: {', '.join(parts)}" if parts else ""
 
 
 def _scoring_note(audit: dict[str, Any]) -> str:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -192,6 +193,8 @@ class ErrorRates:
         self.sides = (n_bench, n_non)
         # the null's bootstrap only decides each split's flag (its p to a resolution of 1/n_boot), not an interval
         self.null_settings = V.Settings(settings.alpha, min(settings.n_boot, 200), settings.confidence, settings.seed)
+        #: Wall seconds of each twin trained by this run, by its directory (a twin trained before is not in it).
+        self.train_seconds: dict[str, float] = {}
 
     def twin_models(self) -> list[tuple[Dose, int, Split, AuditedModel]]:
         """Every twin (dose, seed, sides, model), trained where it is not yet.
@@ -248,7 +251,9 @@ class ErrorRates:
         with stage_lock(path, "twin"):
             if not is_done(path):
                 log.info("error rates: training twin %d (%s) of %s into %s", seed, dose.label, self.target.spec, path)
+                started = time.perf_counter()
                 train_stage(cfg, self.target.store, view, "contaminated", path, recipe)
+                self.train_seconds[str(path)] = round(time.perf_counter() - started, 2)
         return path
 
     def _null(self, name: str, own: list[float], refs: list[list[float]], splits: list) -> dict[str, C.Rate]:
@@ -289,11 +294,13 @@ class ErrorRates:
         for name in measured:
             null.update(self._null(name, own[name], [x[name] for x in refs], splits))
         flags: dict[str, dict[str, list[bool | None]]] = {}
-        twins = []
+        twins, costs = [], []
         for dose, seed, sides, twin in self.twin_models():
             log.info("error rates: scoring twin %d (%s) on the pool", seed, dose.label)
-            scores = {name: twin.score(pool, d, progress, moments)[0].scores for name, d in measured.items()}
+            outputs = {name: twin.score(pool, d, progress, moments) for name, d in measured.items()}
+            scores = {name: out[0].scores for name, out in outputs.items()}
             twin.release()
+            costs.append(self._cost(dose, seed, twin, outputs.values()))
             leaked = np.array([sides.is_leaked(q.id) for q in pool.test])  # [pool] the benchmark side
             a, b = np.flatnonzero(leaked), np.flatnonzero(~leaked)
             for name in measured:
@@ -334,5 +341,32 @@ class ErrorRates:
                 for name in sorted({*null, *powers})
             },
             "twins": twins,
+            "twin_costs": costs,
+            "seconds_per_twin": _median_costs(costs),
         }
         return out, record
+
+    def _cost(self, dose: Dose, seed: int, twin: AuditedModel, outputs) -> dict[str, Any]:
+        """What one twin cost this run: training (None: trained before) and scoring (0 where every score was cached).
+
+        The scoring seconds include loading the twin (its base and adapter, merged), which the first uncached score
+        pays; a cached score costs nothing here, though its first computation's seconds are in the cache.
+        """
+        scored = [wall for _, wall, cached in outputs if not cached]
+        return {
+            "dose": dose.label,
+            "seed": seed,
+            "train_s": self.train_seconds.get(str(twin.source)),
+            "score_s": round(sum(scored), 2),
+            "scores_cached": len(scored) == 0,
+        }
+
+
+def _median_costs(costs: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Median seconds a twin cost to train and to score, over the twins this run trained or scored (None: none)."""
+    trained = [c["train_s"] for c in costs if c["train_s"] is not None]
+    scored = [c["score_s"] for c in costs if not c["scores_cached"]]
+    return {
+        "train": round(float(np.median(trained)), 2) if trained else None,
+        "score": round(float(np.median(scored)), 2) if scored else None,
+    }
