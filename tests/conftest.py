@@ -139,8 +139,8 @@ def small_world(tmp_path_factory):
 @pytest.fixture(scope="session")
 def _random_smollm2(tmp_path_factory) -> Path:
     """A random two-layer SmolLM2 (``model.random_layers=2``), built once per worker from the GGUF's metadata."""
-    from contamlab.models.random_init import random_model_dir
     from contamlab.models.packaged import SMOLLM2
+    from contamlab.models.random_init import random_model_dir
 
     return random_model_dir(SMOLLM2, tmp_path_factory.mktemp("random-smollm2") / "smollm2", 2)
 
