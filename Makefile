@@ -15,8 +15,11 @@ help: ## Show this help
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
 
 # uv installs the same pinned set as pip, several times faster (docs/performance.md); it does not read pip's
-# configuration, so pip's local wheel directory (PIP_FIND_LINKS) is handed to it.
+# configuration, so pip's local wheel directory (PIP_FIND_LINKS) is handed to it. Unlike pip it writes no bytecode
+# unless asked: where PYTHONDONTWRITEBYTECODE is set (this project's machines) every process would then compile
+# transformers, Lightning, scipy ... from source, about 5 s of each process's start (docs/performance.md).
 UV_VERSION := 0.13.9
+export UV_COMPILE_BYTECODE ?= 1
 ifneq ($(PIP_FIND_LINKS),)
 export UV_FIND_LINKS ?= $(PIP_FIND_LINKS)
 endif
@@ -43,6 +46,8 @@ install: $(STAMP) ## Create .venv and install contamlab with pinned dependencies
 TEST_WORKERS ?= 2
 
 test: $(STAMP) ## Run the test suite (CPU, offline, about 8 minutes on 2 cores)
+	@# the project's own bytecode once, for the suite's hundred processes (PYTHONDONTWRITEBYTECODE: see UV_COMPILE_BYTECODE)
+	$(PY) -m compileall -q src tests > /dev/null
 	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 test-slow: $(STAMP) ## Also the slow tier: the calibrated default world, SmolLM2, a short make smollm2-run

@@ -9,7 +9,9 @@ One run measures, on the world's own documents (``experiment=real_world``'s clea
 - the LoRA step (forward, backward, AdamW) in fp32 and under bf16 autocast, with micro-batches padded as drawn and
   grouped by length (``finetune.group_by_length``);
 - the detectors' forward pass (per-token log-probabilities, what loss / zlib / Min-K% / Min-K%++ share) in fp32 and
-  under bf16 autocast.
+  under bf16 autocast, on the adapter-wrapped model in micro-batches of 4;
+- the same pass as an audit runs it (``score_sequences``: the plain fp32 model, length-sorted 1,024-token batches, the
+  scored positions alone projected), over the first ``8 x --batches`` documents.
 
 Each rate is real tokens per second (padding excluded) and its share of the ceiling: the GEMM rate divided by the
 FLOPs a token costs (forward: 2 × the linear weights, the output projection included; LoRA step: forward + the
@@ -159,6 +161,29 @@ def main() -> None:
                     f"{kind:20s} {row['precision']:14s} {row['batches']:18s} {rate:7.1f} tok/s "
                     f"(ceiling {ceiling:6.0f}: {rate / ceiling:.0%})"
                 )
+    # The detectors' pass as an audit runs it (contamlab.detectors.scoring.score_sequences): the model as loaded for
+    # scoring (fp32, an adapter merged), length-sorted batches of about 1,024 tokens, only scored positions projected
+    from contamlab.detectors.scoring import score_sequences
+
+    plain = load_causal_lm(source, "float32")
+    docs = [ids.tolist() for ids, _ in dataset.items[: 8 * args.batches]]
+    score_sequences(plain, docs[:8], pad)  # warm-up
+    start = time.perf_counter()
+    score_sequences(plain, docs, pad)
+    rate = sum(len(d) for d in docs) / (time.perf_counter() - start)
+    ceiling = rates["gemm_fp32"] / (2 * linear_params(plain))
+    rows.append(
+        {
+            "kind": "scoring pass (audit)",
+            "precision": "fp32",
+            "batches": "length-sorted, 1,024 tokens",
+            "tokens_per_s": round(rate, 1),
+            "ceiling_tokens_per_s": round(ceiling, 1),
+            "share_of_ceiling": round(rate / ceiling, 3),
+        }
+    )
+    print(f"{'scoring pass (audit)':20s} {'fp32':14s} {'length-sorted':18s} {rate:7.1f} tok/s "
+          f"(ceiling {ceiling:6.0f}: {rate / ceiling:.0%})")  # fmt: skip
     base = next(r for r in rows if r["kind"] == "LoRA step" and r["precision"] == "fp32" and r["batches"] == "as drawn")
     best = next(r for r in rows if r["kind"] == "LoRA step" and r["precision"] != "fp32" and r["batches"] != "as drawn")
     print(f"LoRA step, bf16 + grouped vs fp32 as drawn: {best['tokens_per_s'] / base['tokens_per_s']:.2f}x")

@@ -115,18 +115,18 @@ def _audit(tmp, out, cache, *extra):
 def test_the_error_rate_audit_measures_null_and_power_and_a_rerun_trains_nothing(trained, tmp_path, monkeypatch):
     from jobs import run_job
 
-    from contamlab.audit import error_rates
+    from contamlab import stages
     from contamlab.models.store import read_training_texts
 
     tmp, _, _ = trained
     twins: list[str] = []
-    train_stage = error_rates.train_stage
+    train_stage = stages.train_stage
 
     def counted(*args, **kwargs):
         twins.append(str(args[4]))
         return train_stage(*args, **kwargs)
 
-    monkeypatch.setattr(error_rates, "train_stage", counted)
+    monkeypatch.setattr(stages, "train_stage", counted)  # the training service error_rates calls
     cache = tmp_path / "cache"
     first = run_job("audit", _audit(tmp, tmp_path / "first", cache))["audit"]
     record = first["error_rates"]

@@ -55,7 +55,6 @@ from contamlab.metrics import verdicts as V
 from contamlab.metrics.roc import MIN_ITEMS_PER_SIDE
 from contamlab.models.reference import ModelRef
 from contamlab.models.store import is_done
-from contamlab.stages import TwinRecipe, contaminated_epochs, stage_lr, train_stage
 from contamlab.training import corpus
 from contamlab.training.stage_lock import stage_lock
 
@@ -98,6 +97,8 @@ def doses(cfg: DictConfig, domain: Domain) -> list[Dose]:
 
     A missing ``fraction`` is 1: the twin's whole benchmark side leaks.
     """
+    from contamlab.stages import contaminated_epochs, stage_lr  # the training service (Lightning): see train_twin
+
     out = []
     for node in cfg.audit.error_rates.doses:  # each checked by validation.py
         epochs, lr = node.get("epochs"), node.get("lr")
@@ -235,6 +236,9 @@ class ErrorRates:
 
     def train_twin(self, dose: Dose, seed: int, split: Split) -> Path:
         """The twin's directory, trained now unless a finished one is there."""
+        # Imported here: the training service imports Lightning (about 3 s), which an audit without twins never needs
+        from contamlab.stages import TwinRecipe, train_stage
+
         key = self.twin_key(dose, seed, split)
         path = Path(self.cfg.paths.models_dir) / str(self.cfg.model.name) / "twins" / f"twin-{content_hash(key)}"
         if is_done(path):
