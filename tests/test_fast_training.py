@@ -36,6 +36,7 @@ def _sha(path: Path) -> str:
     return hashlib.sha1((path / "adapter_model.safetensors").read_bytes()).hexdigest()
 
 
+@pytest.mark.xdist_group("random_smollm2")  # one worker builds the random model (conftest)
 def test_the_frozen_base_in_bf16_trains_the_same_bytes(data_dir, tmp_path, monkeypatch, random_smollm2_in):
     random_smollm2_in(tmp_path / "cache")
     cast: list[int] = []
@@ -48,6 +49,7 @@ def test_the_frozen_base_in_bf16_trains_the_same_bytes(data_dir, tmp_path, monke
     assert _sha(fast) == _sha(slow)
 
 
+@pytest.mark.xdist_group("random_smollm2")  # one worker builds the random model (conftest)
 def test_the_labelled_logits_train_the_same_bytes_under_the_same_key(data_dir, tmp_path, random_smollm2_in):
     random_smollm2_in(tmp_path / "cache")
     labelled = _train(tmp_path, "labelled", "finetune.logits=labelled")

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from contamlab.config import compose
 from contamlab.data.jsonl import read_jsonl
 from contamlab.models.store import read_training_texts
@@ -47,6 +49,7 @@ def test_a_pool_beyond_the_test_split_is_one_line_and_writes_nothing(data_dir, t
     assert done.stderr.strip() == "error: --skip 1300 --n 30: GSM8K's test split has 1319 questions"
 
 
+@pytest.mark.xdist_group("random_smollm2")  # one worker builds the random model (conftest)
 def test_the_gsm8k_error_rate_audit_runs_on_a_random_smollm2(data_dir, tmp_path, random_smollm2_in):
     """Null and power from a file pool; the twin trains on its leaked half of the pool and nothing audited."""
     from jobs import run_job

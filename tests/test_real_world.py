@@ -44,10 +44,12 @@ def _found(questions: list[str], texts: list[str]) -> list[str]:
     return [q for q in questions if any(q in t for t in texts)]
 
 
-def test_real_world_trains_on_a_random_smollm2(data_dir, tmp_path):
+@pytest.mark.xdist_group("random_smollm2")  # one worker builds the random model (conftest)
+def test_real_world_trains_on_a_random_smollm2(data_dir, tmp_path, random_smollm2_in):
     from contamlab.jobs.train import run
 
     cache = tmp_path / "cache"
+    random_smollm2_in(cache)  # the worker's build; the cleared cache below builds one here again
     cfg = compose("train", [*TINY_REAL_WORLD, f"paths.models_dir={tmp_path / 'models'}", f"paths.cache_dir={cache}"])
     stages = run(cfg)
     assert list(stages) == ["clean", "contaminated", "sham"]  # experiment=real_world trains the sham control too
