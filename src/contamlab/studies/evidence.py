@@ -356,24 +356,15 @@ def page(artifacts: list[dict[str, Any]]) -> str:
                 ]
                 response = _cell(auroc_difference(paired, "top", "one"))
             lines.append(f"| {NAMES[det]} | {_cell(auroc(top, 'clean'))} | {smallest.get(det, 'none')} | {response} |")
-        lines += [
-            "",
-            "### Which text carries the signal (H4)",
-            "",
-            "AUROC of the contaminated model, per text view, over the seeds that scored every view (the dose curve's",
-            "document cells above may pool more seeds).",
-            "",
-            "| reading | dose | document | question | answer |",
-            "|---|---|---|---|---|",
-        ]
-        sham_cells, sham_cover = 0, 0
+        lines += ["", "### Which text carries the signal (H4)", ""]
+        rows, sham_cells, sham_cover = [], 0, 0
         for det in DETECTORS:
             for dose in doses:
                 viewed = [a for a in group if all(f"{det}/{v}" in a["readings"] for v in VIEWS)]
                 cells = [seeds_of(viewed, f"{det}/{v}", dose) for v in VIEWS]
                 if not all(cells):
                     continue
-                lines.append(
+                rows.append(
                     f"| {NAMES[det]} | {dose} | "
                     + " | ".join(_cell(auroc(s, "contaminated"), seeds=False) for s in cells)
                     + " |"
@@ -381,8 +372,19 @@ def page(artifacts: list[dict[str, Any]]) -> str:
                 for s in cells:
                     low, high = auroc(s, "sham")[1]
                     sham_cells, sham_cover = sham_cells + 1, sham_cover + (low <= 0.5 <= high)
-        if sham_cells:
-            lines += ["", f"The sham model on the same cells: {sham_cover} of {sham_cells} AUROC intervals cover 0.5."]
+        if rows:
+            lines += [
+                "AUROC of the contaminated model, per text view, over the seeds that scored every view (the dose",
+                "curve's document cells above may pool more seeds).",
+                "",
+                "| reading | dose | document | question | answer |",
+                "|---|---|---|---|---|",
+                *rows,
+                "",
+                f"The sham model on the same cells: {sham_cover} of {sham_cells} AUROC intervals cover 0.5.",
+            ]
+        else:
+            lines.append("Not measured here: this world's runs scored the document view only.")
         lines += [
             "",
             "### What in-domain training does without membership",
