@@ -141,6 +141,21 @@ def main() -> None:
 
         return run
 
+    def record(kind: str, precision: str, batching: str, rate: float, ceiling: float) -> None:
+        """One row: the rate beside its ceiling, kept for the JSON and printed."""
+        rows.append(
+            {
+                "kind": kind,
+                "precision": precision,
+                "batches": batching,
+                "tokens_per_s": round(rate, 1),
+                "ceiling_tokens_per_s": round(ceiling, 1),
+                "share_of_ceiling": round(rate / ceiling, 3),
+            }
+        )
+        share = f"(ceiling {ceiling:6.0f}: {rate / ceiling:.0%})"
+        print(f"{kind:20s} {precision:14s} {batching:18s} {rate:7.1f} tok/s {share}")
+
     pad = tokenizer.pad_token_id
     for kind, make, flops in (("LoRA step", step, step_flops), ("forward (detectors)", forward, fwd_flops)):
         for grouped in (False, True):
@@ -148,19 +163,8 @@ def main() -> None:
             for bf16 in (False, True):
                 rate = timed(make(bf16), data)
                 ceiling = rates["gemm_bf16" if bf16 else "gemm_fp32"] / flops
-                row = {
-                    "kind": kind,
-                    "precision": "bf16 autocast" if bf16 else "fp32",
-                    "batches": "grouped by length" if grouped else "as drawn",
-                    "tokens_per_s": round(rate, 1),
-                    "ceiling_tokens_per_s": round(ceiling, 1),
-                    "share_of_ceiling": round(rate / ceiling, 3),
-                }
-                rows.append(row)
-                print(
-                    f"{kind:20s} {row['precision']:14s} {row['batches']:18s} {rate:7.1f} tok/s "
-                    f"(ceiling {ceiling:6.0f}: {rate / ceiling:.0%})"
-                )
+                precision = "bf16 autocast" if bf16 else "fp32"
+                record(kind, precision, "grouped by length" if grouped else "as drawn", rate, ceiling)
     # The detectors' pass as an audit runs it (contamlab.detectors.scoring.score_sequences): the model as loaded for
     # scoring (fp32, an adapter merged), length-sorted batches of about 1,024 tokens, only scored positions projected
     from contamlab.detectors.scoring import score_sequences
@@ -171,19 +175,13 @@ def main() -> None:
     start = time.perf_counter()
     score_sequences(plain, docs, pad)
     rate = sum(len(d) for d in docs) / (time.perf_counter() - start)
-    ceiling = rates["gemm_fp32"] / (2 * linear_params(plain))
-    rows.append(
-        {
-            "kind": "scoring pass (audit)",
-            "precision": "fp32",
-            "batches": "length-sorted, 1,024 tokens",
-            "tokens_per_s": round(rate, 1),
-            "ceiling_tokens_per_s": round(ceiling, 1),
-            "share_of_ceiling": round(rate / ceiling, 3),
-        }
+    record(
+        "scoring pass (audit)",
+        "fp32",
+        "length-sorted, 1,024 tokens",
+        rate,
+        rates["gemm_fp32"] / (2 * linear_params(plain)),
     )
-    print(f"{'scoring pass (audit)':20s} {'fp32':14s} {'length-sorted':18s} {rate:7.1f} tok/s "
-          f"(ceiling {ceiling:6.0f}: {rate / ceiling:.0%})")  # fmt: skip
     base = next(r for r in rows if r["kind"] == "LoRA step" and r["precision"] == "fp32" and r["batches"] == "as drawn")
     best = next(r for r in rows if r["kind"] == "LoRA step" and r["precision"] != "fp32" and r["batches"] != "as drawn")
     print(f"LoRA step, bf16 + grouped vs fp32 as drawn: {best['tokens_per_s'] / base['tokens_per_s']:.2f}x")

@@ -149,9 +149,9 @@ def _random_smollm2(tmp_path_factory) -> Path:
 def random_smollm2_in(_random_smollm2):
     """``seed(cache_dir)`` puts the worker's random two-layer SmolLM2 where a build into ``cache_dir`` would.
 
-    Reading the GGUF's config and vocabulary is most of a build (about 20 s on 2 cores, in the gguf package's
-    reader), so the tests that train on the random model share one build as hard links; tests/test_real_world.py
-    builds its own, since the build is what it tests.
+    Reading the GGUF's config and vocabulary is most of a build (8.7 s on an idle 2-core machine, in the gguf
+    package's reader), so the tests that train on the random model share one build as hard links;
+    tests/test_real_world.py also clears it and builds it again, since the rebuild is what it tests.
     """
 
     def seed(cache_dir: Path) -> Path:
