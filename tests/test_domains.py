@@ -112,6 +112,20 @@ def test_pq_answer_mismatch_names_line(tmp_path, data_dir):
         domain.leaked_training_questions(domain.split.__class__(("gsm8k-test-0001",), (), 0))
 
 
+def test_pq_empty_paraphrase_is_named_not_silent(tmp_path, data_dir, caplog):
+    """The published file has empty questions (lines 310, 670, 728, 949): each is named in a warning."""
+    (tmp_path / "gsm8k-pq").mkdir()
+    lines = (data_dir / "gsm8k-pq" / "rephrase_gsm8k_test.jsonl").read_text().splitlines()[:3]
+    answer = json.loads(lines[2])["text"].rsplit("####", 1)[1].strip()
+    lines[2] = json.dumps({"text": f"Question: \nAnswer: \n#### {answer}"})
+    _write(tmp_path / "gsm8k-pq" / "p.jsonl", lines)
+    domain = PQDomain(paraphrase_file=str(tmp_path / "gsm8k-pq" / "p.jsonl"), name="pq", family="gsm8k", max_test=3)
+    with caplog.at_level("WARNING", logger="contamlab"):
+        out = domain.paraphrases(domain.test)
+    assert [q.question == "" for q in out] == [False, False, True]
+    assert "1 paraphrase(s) with an empty question" in caplog.text and "3 (gsm8k-test-0002)" in caplog.text
+
+
 def test_offline_hub_gives_clear_error(monkeypatch):
     monkeypatch.delenv("CONTAMLAB_DATA_DIR")
     domain = GSM8KDomain(name="gsm8k", family="gsm8k", data_dir=None)

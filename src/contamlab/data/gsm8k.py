@@ -7,6 +7,7 @@ Questions come from ``$CONTAMLAB_DATA_DIR/gsm8k/{train,test}.jsonl`` when that d
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from pathlib import Path
@@ -17,6 +18,8 @@ from contamlab.data.domain import Domain
 from contamlab.data.jsonl import read_jsonl
 from contamlab.data.question import Question
 from contamlab.errors import ContamlabError
+
+log = logging.getLogger("contamlab")
 
 _PQ_TEXT = re.compile(r"^Question:\s*(?P<question>.*?)\s*\nAnswer:.*?####\s*(?P<answer>\S+)\s*$", re.DOTALL)
 
@@ -139,7 +142,7 @@ class PQDomain(GSM8KDomain):
         path = self._paraphrase_path()
         records = read_jsonl(path, required=("text",))
         # Pair by index over the full test set, so a max_test subset keeps its paraphrases.
-        out = []
+        out, empty = [], []
         for index, q in enumerate(test):
             if index >= len(records):
                 raise ContamlabError(f"{path}: only {len(records)} paraphrases for {len(test)} test questions")
@@ -150,5 +153,17 @@ class PQDomain(GSM8KDomain):
                 raise ContamlabError(
                     f"{path}:{index + 1}: paraphrase answer {match['answer']} differs from test answer {q.answer}"
                 )
+            if not match["question"].strip():
+                empty.append(f"{index + 1} ({q.id})")
             out.append(Question(q.id, match["question"].strip(), q.solution, q.answer))
+        if empty:
+            # The published GSM8K-PQ file has four such lines; the rewording is then the solution alone. Not an
+            # error (the test set stays whole and aligned), but never silent: a leak or reference built on them
+            # holds no question text.
+            log.warning(
+                "%s: %d paraphrase(s) with an empty question, used as the solution alone: line(s) %s",
+                path,
+                len(empty),
+                ", ".join(empty),
+            )
         return out
