@@ -158,6 +158,7 @@ def test_the_arith_domain_draws_disjoint_unseen_sides():
 def test_each_committed_artifact_gives_its_rates_again_with_scipy(path):
     art = json.loads(path.read_text())
     index = {i: k for k, i in enumerate(art["ids"])}
+    chosen = {i: k for k, i in enumerate(art.get("choice_ids", []))}
     alpha = art["settings"]["alpha"]
     counts: dict[tuple[str, str, str], list[int]] = {}
     for r in art["readings"]:
@@ -168,9 +169,15 @@ def test_each_committed_artifact_gives_its_rates_again_with_scipy(path):
         if "/" in r["reading"]:
             continue
         audit = art["audits"][r["draw"]]
-        s = np.array(art["scores"][r["model"]][r["reading"]], np.float64)
-        members = s[[index[i] for i in audit["members"]]]
-        others = s[[index[i] for i in audit["nonmembers"][r["condition"]]]]
+        if r["condition"] == "choice":  # the audit's own k or prefix, against the `none` non-members
+            at = chosen
+            s = np.array(art["choice_scores"][r["model"]][r["reading"]], np.float64)
+            others = s[[at[i] for i in audit["nonmembers"]["none"]]]
+        else:
+            at = index
+            s = np.array(art["scores"][r["model"]][r["reading"]], np.float64)
+            others = s[[at[i] for i in audit["nonmembers"][r["condition"]]]]
+        members = s[[at[i] for i in audit["members"]]]
         p = mannwhitneyu(members, others, alternative="greater").pvalue
         assert r["p"] == pytest.approx(p, rel=1e-9) and r["flagged"] == (p < alpha)
     for (model, condition, reading), (flagged, total) in counts.items():
@@ -194,3 +201,35 @@ def test_a_file_that_is_no_shift_null_artifact_is_named(tmp_path):
     path.write_text(json.dumps({"auroc": 0.5}))
     with pytest.raises(ContamlabError, match=r"audit.shift_null.file=.*other.json: not a shift-null artifact"):
         load(path)
+
+
+@pytest.mark.xdist_group("small_world")
+def test_a_run_with_the_choice_condition_on_the_small_world(small_world, tmp_path, monkeypatch):
+    """The whole study in-process on the small world's base and clean models (3 audits of 10 items a side), with
+    ReCaLL and the choice condition: every stored p recomputed with scipy, and each audit's drawn k and prefix are
+    the ones its scores were computed with."""
+    monkeypatch.chdir(small_world)
+    out = tmp_path / "tiny.json"
+    overrides = [
+        "experiment=small_world",
+        f"paths.models_dir={small_world / 'models'}",
+        f"paths.cache_dir={small_world / 'audit-cache'}",
+    ]
+    art = shift.run(overrides, 3, 10, ["base", "clean"], out, False, ("loss", "mink", "recall"), True)
+    assert json.loads(out.read_text())["readings"] == art["readings"]
+    assert set(art["conditions"]) == {"none", "style", "source", "choice"}
+    picks = art["choices"]["audits"]
+    assert [sorted(p) for p in picks] == [["mink", "recall"]] * 3 and len({p["recall"] for p in picks}) == 3
+    index = {i: k for k, i in enumerate(art["choice_ids"])}
+    fixed = {i: k for k, i in enumerate(art["ids"])}
+    for r in (r for r in art["readings"] if r["condition"] == "choice" and "/" not in r["reading"]):
+        audit = art["audits"][r["draw"]]
+        s = np.array(art["choice_scores"][r["model"]][r["reading"]])
+        members = s[[index[i] for i in audit["members"]]]
+        others = s[[index[i] for i in audit["nonmembers"]["none"]]]
+        assert r["p"] == pytest.approx(mannwhitneyu(members, others, alternative="greater").pvalue, rel=1e-9)
+        plain = np.array(art["scores"][r["model"]][r["reading"]])[[fixed[i] for i in audit["members"]]]
+        same_choice = r["reading"] == "mink" and picks[r["draw"]]["mink"] == 0.2  # the configured k
+        assert np.allclose(members, plain) == same_choice  # another k or prefix gives other scores
+    assert {r["condition"] for r in art["readings"] if r["reading"] == "recall/reference"} >= {"choice", "none"}
+    assert "choice" in shift.page([art])

@@ -73,7 +73,8 @@ class AuditedModel:
         Returns:
             ``(output, wall seconds of its first computation, whether it came from the cache)``.
         """
-        key = (detector.name, str(domain.items))  # the benchmark (items None) or a view of other items (Domain.over)
+        # the detector's settings (another k, another prefix) and the items: the benchmark (None) or a view of others
+        key = (detector.name, repr(sorted(detector.params().items())), str(domain.items))
         if key not in self._outputs:
             self._outputs[key] = score_model(
                 self.cfg, domain, detector, self.source, self.role, progress, self.store, self.loaded, moments

@@ -11,7 +11,10 @@ benchmark side and, per shift condition (:data:`contamlab.data.domain.SHIFTS`), 
 
 - ``none``: fresh problems rendered as the benchmark's (the level check, on independent items);
 - ``style``: the benchmark side's own problems with the question reworded and the solution kept (GSM8K against PQ);
-- ``source``: problems of the same templates at another number range.
+- ``source``: problems of the same templates at another number range;
+- ``choice`` (``--choice``): the items of ``none``, but each audit draws the detectors' fixed choices afresh (Min-K%'s
+  and Min-K%++'s k from :data:`K_GRID`, ReCaLL's prefix from its own generator seed). Beside ``none``, where every
+  audit reads with the configured choice, it shows whether that one choice leans one way.
 
 Each reading is the audit's own (:func:`~contamlab.metrics.verdicts.membership_test`; ``<detector>/reference``:
 :func:`~contamlab.metrics.verdicts.membership_vs_references` against the base model, the difference-in-differences
@@ -32,6 +35,7 @@ reading on that model, and the study runs on several worlds (model families) to 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import shlex
@@ -52,9 +56,15 @@ from contamlab.metrics.error_rates import power
 log = logging.getLogger("contamlab")
 ARTIFACTS = Path("results/shift")
 PAGE = Path("docs/results_shift.md")
-#: The membership detectors read (one shared token pass on each model).
+#: The membership detectors read by default (one shared token pass on each model); ``recall`` can be added.
 DETECTORS = ("loss", "zlib", "mink", "minkpp")
-NAMES = {"loss": "Loss", "zlib": "Zlib", "mink": "Min-K%", "minkpp": "Min-K%++"}
+NAMES = {"loss": "Loss", "zlib": "Zlib", "mink": "Min-K%", "minkpp": "Min-K%++", "recall": "ReCaLL"}
+#: The ``choice`` condition's draws: Min-K%'s and Min-K%++'s k (the papers' sweeps span 0.05-0.6)...
+K_GRID = (0.05, 0.1, 0.2, 0.3, 0.5)
+#: ...and ReCaLL's prefix seed (far from the configured seed 0 and from each other).
+RECALL_SEED0 = 10_000
+CHOICE = "choice"
+CHOICE_TEXT = "the items of none; each audit draws the detectors' fixed choices afresh (k, ReCaLL's prefix)"
 #: The models that saw none of the items, and the reference of the ``/reference`` readings.
 MODELS = ("base", "clean", "sham")
 REFERENCE = "base"
@@ -77,6 +87,21 @@ def null_audits(domain: Any, draws: int, side: int) -> list[ShiftSides]:
         if sides is None:
             raise SystemExit(f"domain={domain.name} cannot generate fresh items: the shift null needs a generator")
         out.append(sides)
+    return out
+
+
+def choices(draws: int, seed: int, detectors: Sequence[str]) -> list[dict[str, float | int]]:
+    """Each audit's fixed choices, drawn afresh (the ``choice`` condition): k for Min-K% / Min-K%++, ReCaLL's seed."""
+    out = []
+    for d in range(draws):
+        rng = np.random.default_rng([seed, d])
+        cell: dict[str, float | int] = {}
+        for det in detectors:
+            if det in ("mink", "minkpp"):
+                cell[det] = float(K_GRID[int(rng.integers(len(K_GRID)))])
+            elif det == "recall":
+                cell[det] = RECALL_SEED0 + d
+        out.append(cell)
     return out
 
 
@@ -157,8 +182,21 @@ def blind(domain: Any, audits: Sequence[ShiftSides], seed: int) -> list[dict[str
     return out
 
 
-def run(overrides: Sequence[str], draws: int, side: int, models: Sequence[str], out: Path, progress: bool) -> dict:
-    """Score the null audits' items on each model, read them, and write the artifact to ``out``."""
+def run(
+    overrides: Sequence[str],
+    draws: int,
+    side: int,
+    models: Sequence[str],
+    out: Path,
+    progress: bool,
+    detectors: Sequence[str] = DETECTORS,
+    with_choice: bool = False,
+) -> dict:
+    """Score the null audits' items on each model, read them, and write the artifact to ``out``.
+
+    ``with_choice`` adds the ``choice`` condition: Min-K% / Min-K%++ rescored at each k of :data:`K_GRID` (from the
+    cached token pass: no new forward pass), ReCaLL once per audit on that audit's items with its own prefix.
+    """
     from contamlab.audit.models import AuditedModel, missing_models_message
     from contamlab.config import build, build_domain, compose, model_store, set_threads
     from contamlab.models.reference import ModelRef
@@ -178,14 +216,31 @@ def run(overrides: Sequence[str], draws: int, side: int, models: Sequence[str], 
     sides = null_audits(domain, draws, side)
     items = [q for s in sides for q in (*s.members, *(q for v in s.nonmembers.values() for q in v))]
     view = domain.over(items, f"shift-null:{draws}x{side}")
-    detectors = {name: build(cfg.detectors[name], f"detectors.{name}") for name in DETECTORS}
+    built = {name: build(cfg.detectors[name], f"detectors.{name}") for name in detectors}
+    drawn = choices(draws, int(cfg.seed), detectors) if with_choice else []
+    # the choice condition reads each audit's members against its `none` non-members
+    choice_sides = [[*s.members, *s.nonmembers["none"]] for s in sides]
     scores: dict[str, dict[str, dict[str, float]]] = {}
+    chosen: dict[str, dict[str, dict[str, float]]] = {}
     for name, model in targets.items():
         log.info("shift null: scoring %d items on %s", len(items), name)
-        scores[name] = {}
-        for det, detector in detectors.items():
+        scores[name], chosen[name] = {}, {}
+        for det, detector in built.items():
             values = model.score(view, detector, progress, moments=True)[0].scores
             scores[name][det] = {q.id: _round(float(x)) for q, x in zip(view.test, values)}
+        for det in (d for d in built if drawn and d in drawn[0]):
+            chosen[name][det] = {}
+            for d, (audit_items, pick) in enumerate(zip(choice_sides, drawn)):
+                if det == "recall":  # a new prefix: a conditioned pass over this audit's items only
+                    variant, where = (
+                        dataclasses.replace(built[det], seed=int(pick[det])),
+                        domain.over(audit_items, f"shift-null-choice:{d}"),
+                    )
+                else:  # another k: the same cached token pass over every item
+                    variant, where = dataclasses.replace(built[det], k=float(pick[det])), view
+                values = model.score(where, variant, False, moments=True)[0].scores
+                by_id = dict(zip((q.id for q in where.test), values))
+                chosen[name][det].update({q.id: _round(float(by_id[q.id])) for q in audit_items})
         model.release()
     settings = V.Settings(float(cfg.audit.alpha), int(cfg.audit.n_boot), float(cfg.audit.confidence), int(cfg.seed))
     audits = [
@@ -193,19 +248,28 @@ def run(overrides: Sequence[str], draws: int, side: int, models: Sequence[str], 
         for s in sides
     ]
     found = readings(scores, audits, settings)
+    if drawn:
+        choice_audits = [{"members": a["members"], "nonmembers": {CHOICE: a["nonmembers"]["none"]}} for a in audits]
+        found += readings(chosen, choice_audits, settings)
+    choice_ids = [q.id for items_ in choice_sides for q in items_]
     log.info("shift null: the blind baseline of %d audits", draws)
     blinds = blind(domain, sides, int(cfg.seed))
     artifact = {
         "world": {"model": str(cfg.model.name), "domain": domain.name, "seed": int(cfg.seed), "overrides": overrides},
         "models": {name: m.source for name, m in targets.items()},
         "reference": REFERENCE if REFERENCE in targets else None,
-        "conditions": dict(SHIFTS),
+        "conditions": {**SHIFTS, **({CHOICE: CHOICE_TEXT} if drawn else {})},
         "draws": draws,
         "side": side,
         "settings": {"alpha": settings.alpha, "n_boot": settings.n_boot, "confidence": settings.confidence},
         "audits": audits,
         "ids": [q.id for q in view.test],
         "scores": {m: {d: [s[q.id] for q in view.test] for d, s in by.items()} for m, by in scores.items()},
+        "choices": {"k_grid": list(K_GRID), "audits": drawn} if drawn else None,
+        "choice_ids": choice_ids if drawn else [],
+        "choice_scores": {m: {d: [v[i] for i in choice_ids] for d, v in by.items()} for m, by in chosen.items()}
+        if drawn
+        else {},
         "readings": found,
         "rates": rates(found, settings.confidence),
         "blind": blinds,
@@ -255,7 +319,7 @@ def page(artifacts: Sequence[dict[str, Any]]) -> str:
             f"## {w['model']} on {w['domain']} (seed {w['seed']}): {a['draws']} audits of {a['side']} items a side",
             "",
             "Blind AUROC (median and range over the audits): "
-            + "; ".join(f"{c} {_blind(a, c)}" for c in a["conditions"])
+            + "; ".join(f"{c} {_blind(a, c)}" for c in a["conditions"] if c in a["blind"][0])  # choice: none's
             + ".",
             "",
             "| model | reading | " + " | ".join(a["conditions"]) + " |",
@@ -290,6 +354,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     r.add_argument("--draws", type=int, default=30, help="null audits per model (default 30)")
     r.add_argument("--side", type=int, default=50, help="items a side (default 50)")
     r.add_argument("--models", default=",".join(MODELS), help="models that saw nothing (default base,clean,sham)")
+    r.add_argument("--detectors", default=",".join(DETECTORS), help="membership detectors (default: the four; +recall)")
+    r.add_argument(
+        "--choice", action="store_true", help="add the choice condition (k, ReCaLL's prefix drawn per audit)"
+    )
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("overrides", nargs="*", help="audit.py overrides that choose the world (model=, experiment=)")
     sub.add_parser("tables", help=f"the artifacts in {ARTIFACTS} -> {PAGE}")
@@ -299,7 +367,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.draws < 1 or args.side < 10:
             raise SystemExit("--draws must be >= 1 and --side >= 10 (a membership reading needs 10 items a side)")
         models = [m for m in args.models.split(",") if m]
-        run(args.overrides, args.draws, args.side, models, args.out, not args.no_progress)
+        detectors = [d for d in args.detectors.split(",") if d]
+        unknown = sorted(set(detectors) - set(NAMES))
+        if unknown or not detectors:
+            raise SystemExit(f"--detectors: {','.join(unknown) or 'none given'}: use some of {','.join(NAMES)}")
+        run(args.overrides, args.draws, args.side, models, args.out, not args.no_progress, detectors, args.choice)
         print(args.out)
     else:
         tables()
