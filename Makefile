@@ -364,7 +364,8 @@ evidence-report: $(STAMP) ## The evidence study's artifacts (results/evidence) a
 
 # The shift null (docs/audit.md#false-alarms-under-shift): how often each membership reading flags a model that saw
 # none of the items (base, clean and sham models of seed 0), in independent null audits with no shift, a style shift
-# (the benchmark's items reworded) and a source shift (another number range); then docs/results_shift.md. Trains what
+# (the benchmark's items reworded), a source shift (another number range) and, on the tiny world, fixed choices drawn
+# afresh per audit (Min-K%'s k, ReCaLL's prefix); then docs/results_shift.md. Trains what
 # is missing (the tiny world's models: about 10 min; SmolLM2's clean and sham: about 5 min).
 SN ?= outputs/shift
 SN_TINY_DRAWS ?= 100
@@ -374,7 +375,8 @@ SN_RUN = $(PY) -m contamlab.studies.shift run --no-progress
 
 shift-null: $(STAMP) ## False alarms under shift on models that saw nothing -> results/shift (about 1 h)
 	$(PY) train.py experiment=evidence_tiny seed=0 trainer.enable_progress_bar=false hydra.run.dir=$(SN)/train/tiny
-	$(SN_RUN) --out results/shift/tiny.json --draws $(SN_TINY_DRAWS) experiment=evidence_tiny
+	$(SN_RUN) --out results/shift/tiny.json --draws $(SN_TINY_DRAWS) --detectors loss,zlib,mink,minkpp,recall --choice \
+		experiment=evidence_tiny
 	$(PY) train.py experiment=real_world model=smollm2 seed=0 trainer.enable_progress_bar=false \
 		hydra.run.dir=$(SN)/train/smollm2
 	$(SN_RUN) --out results/shift/smollm2.json --draws $(SN_SMOLLM2_DRAWS) experiment=real_world model=smollm2
