@@ -154,12 +154,21 @@ def test_the_error_rate_audit_measures_null_and_power_and_a_rerun_trains_nothing
     domain = build_domain(cfg.domain)
     target = AuditedModel(ModelRef.parse("contaminated"), cfg, model_store(cfg), domain)
     nonmembers, _ = nonmember_items(domain, "auto")
-    pool = ErrorRates(cfg, target, [], domain, nonmembers, SETTINGS, False).pool
+    rates = ErrorRates(cfg, target, [], domain, nonmembers, SETTINGS, False)
+    pool = rates.pool
     stages = [p for p in (tmp / "models").rglob("train_summary.json") if "twins" not in p.parts]
     assert len(stages) >= 3
     texts = "\n".join(t for p in stages for t in read_training_texts(p.parent) or [])
     assert texts and not [q.id for q in pool.test if q.question in texts]
     assert not {q.question for q in pool.test} & {q.question for q in nonmembers.test}
+    # twin_pools: own: each twin seed trained on half of a pool of its own, none of the null pool's or the other's
+    assert record["twin_pools"] == "own" and len(rates.twin_pools) == 2
+    own = [{q.question for q in p.test} for p in rates.twin_pools]
+    assert not own[0] & own[1] and not (own[0] | own[1]) & {q.question for q in pool.test}
+    for k, path in enumerate(twins):
+        trained_on = "\n".join(read_training_texts(Path(path)) or [])
+        hits = [sum(t in trained_on for t in own[j]) for j in (0, 1)]
+        assert hits[k] == len(own[k]) // 2 and hits[1 - k] == 0, (k, hits)
     # a rerun reads every twin and score: no training, no model loaded
     from contamlab.models.store import ModelStore
 
@@ -190,6 +199,7 @@ def test_a_partial_dose_trains_on_its_share_of_the_benchmark_side_and_reads_the_
     assert half.to_key() == {"epochs": 1, "lr": 5e-4, "fraction": 0.5}
     cal = object.__new__(ErrorRates)  # twin_models needs the pool, doses and twin count only
     cal.pool = SimpleNamespace(test=[SimpleNamespace(id=f"p{i}") for i in range(40)])
+    cal.twin_pools = [cal.pool, cal.pool]  # twin_pools: shared
     cal.doses, cal.twins = [full, half], 2
     cal.cfg = cal.domain = None
     cal.target = SimpleNamespace(store=None)

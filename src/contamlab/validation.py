@@ -166,6 +166,7 @@ AUDIT: dict[str, tuple[Check, str]] = {
     "audit.error_rates.pool_size": optional(integer(20)),
     "audit.error_rates.null_draws": integer(1),
     "audit.error_rates.twins": integer(1),
+    "audit.error_rates.twin_pools": choice("own", "shared"),
     "audit.error_rates.min_power": number(0, 1, low_open=True),
     "audit.error_rates.doses": (
         lambda v: isinstance(v, list) and bool(v) and all(_dose(d) for d in v),

@@ -9,9 +9,12 @@ error-rate audit asks the audited model how that reading behaves, on a **pool** 
    The share of splits the reading flags is its false-alarm rate, with the audit's own references for the
    ``/reference`` readings.
 2. **Power** (training): for each dose and each of ``twins`` seeds, a twin of the audited model is LoRA-fine-tuned on a
-   random half of the pool (verbatim, with the contaminated stage's general rows; at a dose with ``fraction < 1``, on
+   random half of a pool (verbatim, with the contaminated stage's general rows; at a dose with ``fraction < 1``, on
    that share of the half) and read as the audit reads a model: that half against the other half, and against the
-   audited model itself as the reference. The share of twins
+   audited model itself as the reference. With ``twin_pools: own`` (the default) twin seed k draws a pool of its own
+   (the generator's stream ``POOL_SEED + 1 + k``, or the file's slice k + 1), so no two twins share a leaked item and
+   the twins are independent draws of items as well as of training noise; its doses share it (a paired dose curve).
+   ``shared``: every twin splits the null's pool (cheaper: the audited model scores one pool). The share of twins
    flagged is the power at that dose; the first dose reaching ``min_power`` is the reading's detection dose
    (:func:`~contamlab.metrics.error_rates.with_error_rates`).
 
@@ -112,23 +115,25 @@ def doses(cfg: DictConfig, domain: Domain) -> list[Dose]:
     return out
 
 
-def pool_items(domain: Domain, setting: str, size: int, exclude: list[Question]) -> tuple[Domain, str]:
-    """The pool of unseen items, as a view of ``domain``, and what it is.
+def pool_items(domain: Domain, setting: str, size: int, exclude: list[Question], part: int = 0) -> tuple[Domain, str]:
+    """A pool of unseen items, as a view of ``domain``, and what it is.
 
     Args:
         domain: The benchmark.
-        setting: ``auto`` or ``generated`` (fresh problems of the benchmark's generator, stream :data:`POOL_SEED`), or
-            a JSONL file with a ``question`` field (and ``solution``, ``answer``) of items the model cannot have seen.
+        setting: ``auto`` or ``generated`` (fresh problems of the benchmark's generator, stream
+            :data:`POOL_SEED` + ``part``), or a JSONL file with a ``question`` field (and ``solution``, ``answer``) of
+            items the model cannot have seen (its ``part``-th slice of ``size`` items).
         size: Items wanted (a file gives all of its items when it has fewer).
         exclude: Items the pool must not repeat (the benchmark, its train split, the audit's non-members): an item
             with the same question text is dropped.
+        part: 0 for the null's pool; k + 1 for twin seed k's own pool (``twin_pools: own``).
 
     Returns:
         ``(view, description)``.
     """
     seen = {q.question.strip() for q in exclude}
     if setting in ("auto", "generated"):
-        fresh = domain.nonmember_questions(size + len(exclude) // 10 + 20, POOL_SEED)
+        fresh = domain.nonmember_questions(size + len(exclude) // 10 + 20, POOL_SEED + part)
         if fresh is None:
             raise ContamlabError(
                 f"audit.error_rates.pool={setting}: domain={domain.name} cannot generate problems; give a .jsonl file "
@@ -139,19 +144,29 @@ def pool_items(domain: Domain, setting: str, size: int, exclude: list[Question])
     else:
         path = Path(setting).expanduser()  # validation.py checked that it exists
         rows = read_jsonl(path, required=("question",))
-        items = [
+        kept = [
             Question(f"pool-{i}", str(r["question"]), str(r.get("solution", "")), str(r.get("answer", "")))
             for i, r in enumerate(rows)
             if str(r["question"]).strip() not in seen
-        ][:size]
-        about = f"{len(items)} items from {path} ({len(rows) - len(items)} dropped or beyond the size)"
-    items = [Question(f"pool-{i}", q.question, q.solution, q.answer, q.choices) for i, q in enumerate(items)]
+        ]
+        items = kept[part * size : (part + 1) * size]
+        where = f"items {part * size + 1}-{part * size + len(items)} of the {len(kept)} kept" if part else ""
+        about = f"{len(items)} items from {path} ({where or f'{len(rows) - len(items)} dropped or beyond the size'})"
+        if part and len(items) < size:
+            raise ContamlabError(
+                f"audit.error_rates.pool={path}: {len(kept)} usable items, too few for the null's pool and one pool "
+                f"of {size} per twin seed (twin_pools: own); give a larger file, a smaller pool_size, or "
+                "audit.error_rates.twin_pools=shared"
+            )
+    prefix = "pool" if not part else f"pool{part}"  # the null's pool keeps its ids (and its cached scores)
+    items = [Question(f"{prefix}-{i}", q.question, q.solution, q.answer, q.choices) for i, q in enumerate(items)]
     if len(items) < 2 * MIN_ITEMS_PER_SIDE:
         raise ContamlabError(
             f"audit.error_rates.pool: {len(items)} items; the null splits it in two and each side needs "
             f"{MIN_ITEMS_PER_SIDE}: give at least {2 * MIN_ITEMS_PER_SIDE}"
         )
-    return domain.over(items, f"calibration-pool:{setting}"), about
+    name = f"calibration-pool:{setting}" + (f":{part}" if part else "")
+    return domain.over(items, name), about
 
 
 class ErrorRates:
@@ -191,6 +206,13 @@ class ErrorRates:
         if domain.has_train:
             exclude += domain.train
         self.pool, self.about = pool_items(domain, str(node.pool), size, exclude)
+        self.own_pools = str(node.get("twin_pools", "own")) == "own"
+        #: Each twin seed's pool: its own (twin_pools: own) or the null's.
+        self.twin_pools = (
+            [pool_items(domain, str(node.pool), size, exclude, k + 1)[0] for k in range(self.twins)]
+            if self.own_pools
+            else [self.pool] * self.twins
+        )
         self.sides = (n_bench, n_non)
         # the null's bootstrap only decides each split's flag (its p to a resolution of 1/n_boot), not an interval
         self.null_settings = V.Settings(settings.alpha, min(settings.n_boot, 200), settings.confidence, settings.seed)
@@ -200,14 +222,14 @@ class ErrorRates:
     def twin_models(self) -> list[tuple[Dose, int, Split, AuditedModel]]:
         """Every twin (dose, seed, sides, model), trained where it is not yet.
 
-        ``sides.leaked`` is the twin's benchmark side, read against ``sides.unleaked``; the twin trained on all of
-        its benchmark side or, at a dose with ``fraction < 1``, on a seeded random share of it. A twin is opened as
-        the audited model was, so it is scored the same way.
+        ``sides.leaked`` is the twin's benchmark side of its pool (:attr:`twin_pools`), read against
+        ``sides.unleaked``; the twin trained on all of its benchmark side or, at a dose with ``fraction < 1``, on a
+        seeded random share of it. A twin is opened as the audited model was, so it is scored the same way.
         """
         out = []
-        ids = [q.id for q in self.pool.test]
         for dose in self.doses:
             for seed in range(self.twins):
+                ids = [q.id for q in self.twin_pools[seed].test]
                 sides = draw_split(ids, seed, 0.5)
                 trained = sides
                 if dose.fraction < 1.0:
@@ -224,7 +246,7 @@ class ErrorRates:
         return {
             "v": TWIN_VERSION,
             "parent": store.identity(self.target.source),
-            "pool": self.pool.items,
+            "pool": self.twin_pools[seed].items,
             "split": split.to_dict(),
             "dose": dose.to_key(),
             "finetune": OmegaConf.to_container(self.cfg.finetune, resolve=True),
@@ -248,9 +270,9 @@ class ErrorRates:
         ft = cfg.finetune
         n = self.domain.leak_general if self.domain.leak_general is not None else int(ft.general.n)
         general = corpus.general_examples(self.domain, ft.general.source, n, seed, cfg.paths.get("data_dir"))
-        leaked = set(split.leaked)
-        view = self.pool.over(self.pool.test, "calibration-pool", split)  # the twin's own leaked half (split.json)
-        examples = [corpus.question_example(view, q) for q in self.pool.test if q.id in leaked]
+        leaked, pool = set(split.leaked), self.twin_pools[seed]
+        view = pool.over(pool.test, "calibration-pool", split)  # the twin's own leaked half (split.json)
+        examples = [corpus.question_example(view, q) for q in pool.test if q.id in leaked]
         examples = examples * self.domain.leak_repeats + general
         recipe = TwinRecipe(self.target.source, examples, dose.epochs, dose.lr, key)
         with stage_lock(path, "twin"):
@@ -288,6 +310,13 @@ class ErrorRates:
             ", ".join(measured), len(pool.test), len(self.references), self.twins * len(self.doses),
         )  # fmt: skip
         own = {name: self.target.score(pool, d, progress, moments)[0].scores for name, d in measured.items()}
+        # the audited model on each twin's own pool: the reference of the twin's /reference reading
+        own_twin = [
+            {name: self.target.score(p, d, progress, moments)[0].scores for name, d in measured.items()}
+            if p is not pool
+            else own
+            for p in self.twin_pools
+        ]
         self.target.release()
         refs = []
         for ref in self.references:
@@ -301,15 +330,16 @@ class ErrorRates:
         flags: dict[str, dict[str, list[bool | None]]] = {}
         twins, costs = [], []
         for dose, seed, sides, twin in self.twin_models():
-            log.info("error rates: scoring twin %d (%s) on the pool", seed, dose.label)
-            outputs = {name: twin.score(pool, d, progress, moments) for name, d in measured.items()}
+            log.info("error rates: scoring twin %d (%s) on its pool", seed, dose.label)
+            its_pool = self.twin_pools[seed]
+            outputs = {name: twin.score(its_pool, d, progress, moments) for name, d in measured.items()}
             scores = {name: out[0].scores for name, out in outputs.items()}
             twin.release()
             costs.append(self._cost(dose, seed, twin, outputs.values()))
-            leaked = np.array([sides.is_leaked(q.id) for q in pool.test])  # [pool] the benchmark side
+            leaked = np.array([sides.is_leaked(q.id) for q in its_pool.test])  # [pool] the benchmark side
             a, b = np.flatnonzero(leaked), np.flatnonzero(~leaked)
             for name in measured:
-                t, o = np.asarray(scores[name], np.float64), np.asarray(own[name], np.float64)
+                t, o = np.asarray(scores[name], np.float64), np.asarray(own_twin[seed][name], np.float64)
                 alone = V.membership_test(t[a], t[b], self.settings)
                 vs_original = V.membership_vs_references((t[a], t[b]), [(o[a], o[b])], self.settings)
                 flags.setdefault(name, {}).setdefault(dose.label, []).append(alone.flagged)
@@ -336,6 +366,7 @@ class ErrorRates:
             "sides": list(self.sides),
             "doses": [d.label for d in self.doses],
             "twins_per_dose": self.twins,
+            "twin_pools": "own" if self.own_pools else "shared",
             "min_power": self.min_power,
             "readings": {
                 name: {
