@@ -2,6 +2,7 @@
 
     python benchmarks/training_step.py --model smollm2            # the real-LM world's step, profiled (~3 min)
     python benchmarks/training_step.py --model smollm2 --floor    # the same loop on a model that computes nothing
+    python benchmarks/training_step.py --model smollm2 --floor --overrides finetune.max_length=4   # ... on 4 tokens
 
 Both run the stage service itself (:func:`contamlab.stages.train_stage`, the Lightning loop with its checkpoint,
 progress and logger callbacks) on the real-LM world's recipe (``experiment=real_world``: LoRA, bf16 autocast,
@@ -14,7 +15,10 @@ autocast, the loss (log-softmax over the vocabulary), the optimizer, the data lo
 is left of the wall time: the loop itself (Python, Lightning's hooks, logging, checkpoint bookkeeping).
 
 ``--floor`` trains a model of the same vocabulary and tokenizer whose layers compute almost nothing (1 layer, hidden
-size 16): what is left is what every step pays whatever the model, the floor of a GPU step too.
+size 16): what is left is what every step pays whatever the model, the floor of a GPU step too. Its documents still
+project each labelled token onto the 49,152-word vocabulary, work a GPU does in microseconds and this CPU in hundreds
+of milliseconds; ``--overrides finetune.max_length=4`` cuts every document to its last 4 tokens (all labelled), so
+that what remains of a step is the loop alone.
 
 Writes ``benchmarks/results/training_step-<model>[-floor].json``.
 """
@@ -86,6 +90,7 @@ def main() -> None:
         "--baseline", nargs="*", default=[], help="overrides of a variant timed against the recipe, rounds alternated"
     )
     parser.add_argument("--rounds", type=int, default=1, help="alternating rounds of recipe and baseline")
+    parser.add_argument("--overrides", nargs="*", default=[], help="train.py overrides of every run (e.g. max_length)")
     parser.add_argument(
         "--baseline-casts", action="store_true", help="the baseline casts its frozen weights every pass (as before)"
     )
@@ -93,7 +98,7 @@ def main() -> None:
     library_output(False)
     work = Path(tempfile.mkdtemp(prefix="contamlab-step-"))
     common = ["experiment=real_world", f"model={args.model}", "logger=csv", f"paths.models_dir={work / 'models'}"]
-    common += ["trainer.enable_progress_bar=false"]
+    common += ["trainer.enable_progress_bar=false", *args.overrides]
     cfg = compose("train", common)
     domain = build_domain(cfg.domain)
     store = model_store(cfg)
@@ -162,6 +167,7 @@ def main() -> None:
     result = {
         "model": args.model,
         "floor": args.floor,
+        "overrides": args.overrides,
         "command": "python benchmarks/training_step.py " + " ".join(sys.argv[1:]),
         "machine": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
@@ -213,7 +219,8 @@ def main() -> None:
             "share_of_fit": shares,
             "top_operators_s": {e.key: round(e.self_cpu_time_total / 1e6, 4) for e in top},
         }
-    out = Path(__file__).parent / "results" / f"training_step-{args.model}{'-floor' if args.floor else ''}.json"
+    tag = f"{'-floor' if args.floor else ''}{'-short' if any('max_length' in o for o in args.overrides) else ''}"
+    out = Path(__file__).parent / "results" / f"training_step-{args.model}{tag}.json"
     atomic_write_json(out, result)
     print(f"written {out}")
     shutil.rmtree(work, ignore_errors=True)
