@@ -51,7 +51,7 @@ def test_a_pool_beyond_the_test_split_is_one_line_and_writes_nothing(data_dir, t
 
 @pytest.mark.xdist_group("random_smollm2")  # one worker builds the random model (conftest)
 def test_the_gsm8k_error_rate_audit_runs_on_a_random_smollm2(data_dir, tmp_path, random_smollm2_in):
-    """Null and power from a file pool; the twin trains on its leaked half of the pool and nothing audited."""
+    """Null and power from a file pool; the twin trains on its leaked half of its own slice and nothing audited."""
     from jobs import run_job
 
     random_smollm2_in(tmp_path / "cache")
@@ -59,7 +59,7 @@ def test_the_gsm8k_error_rate_audit_runs_on_a_random_smollm2(data_dir, tmp_path,
     from contamlab.validation import validate
 
     pool = tmp_path / "pool.jsonl"
-    subprocess.run([*POOL, "--skip", "10", "--n", "20", "--out", str(pool)], check=True, capture_output=True)
+    subprocess.run([*POOL, "--skip", "10", "--n", "40", "--out", str(pool)], check=True, capture_output=True)
     cfg = compose(
         "audit",
         [
@@ -68,6 +68,8 @@ def test_the_gsm8k_error_rate_audit_runs_on_a_random_smollm2(data_dir, tmp_path,
             "model.random_layers=2",
             "domain.max_test=10",
             f"audit.error_rates.pool={pool}",
+            "audit.error_rates.pool_size=20",  # the null's pool: the file's first 20; the twin's: the next 20
+            "audit.error_rates.twin_pools=own",
             "audit.error_rates.twins=1",
             "audit.error_rates.null_draws=20",
             "audit.detectors=[loss,mink]",
@@ -95,12 +97,13 @@ def test_the_gsm8k_error_rate_audit_runs_on_a_random_smollm2(data_dir, tmp_path,
     (power,) = cal["power"].values()
     assert power["total"] == 1
     assert readings["loss/reference"]["value"] is None  # audit.references=[]: no model is known clean on GSM8K
-    # the twin read its leaked half of the pool (ten rephrasings) and no audited question
+    # the twin read the leaked half of its own pool (ten rephrasings of the file's second 20), nothing of the null's
+    # pool and no audited question
     (twin,) = [p.parent for p in (tmp_path / "models").rglob("train_summary.json") if "twins" in p.parts]
     texts = read_training_texts(twin)
     rows = read_jsonl(pool)
-    seen = [r["question"] for r in rows if any(r["question"] in t for t in texts)]
-    assert len(seen) == 10
+    seen = [k for k, r in enumerate(rows) if any(r["question"] in t for t in texts)]
+    assert len(seen) == 10 and min(seen) >= 20
     test = _gsm8k_test(data_dir)[:10]
     assert not [q for q in test if any(q["question"].strip() in t for t in texts)]
     assert json.loads((twin / "train_summary.json").read_text())["precision"] == "bf16-mixed"
