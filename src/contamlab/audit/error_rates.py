@@ -12,7 +12,7 @@ error-rate audit asks the audited model how that reading behaves, on a **pool** 
    random half of a pool (verbatim, with the contaminated stage's general rows; at a dose with ``fraction < 1``, on
    that share of the half) and read as the audit reads a model: that half against the other half, and against the
    audited model itself as the reference. With ``twin_pools: own`` (the default) twin seed k draws a pool of its own
-   (the generator's stream ``POOL_SEED + 1 + k``, or the file's slice k + 1), so no two twins share a leaked item and
+   (the generator's stream ``TWIN_POOL_SEED + k``, or the file's slice k + 1), so no two twins share a leaked item and
    the twins are independent draws of items as well as of training noise; its doses share it (a paired dose curve).
    ``shared``: every twin splits the null's pool (cheaper: the audited model scores one pool). The share of twins
    flagged is the power at that dose; the first dose reaching ``min_power`` is the reading's detection dose
@@ -64,6 +64,9 @@ from contamlab.training.stage_lock import stage_lock
 log = logging.getLogger("contamlab")
 #: The generator stream of a generated pool (the audit's non-members use 100, ReCaLL's prefixes 0).
 POOL_SEED = 200
+#: Twin seed k's own generated pool: stream TWIN_POOL_SEED + k, clear of the sham's (300), the shift null's (1000 +)
+#: and the shift null's ReCaLL prefixes (10,000 +).
+TWIN_POOL_SEED = 50_000
 #: Bump when twins train differently for the same key (part of their directory's hash).
 TWIN_VERSION = 1
 
@@ -120,9 +123,9 @@ def pool_items(domain: Domain, setting: str, size: int, exclude: list[Question],
 
     Args:
         domain: The benchmark.
-        setting: ``auto`` or ``generated`` (fresh problems of the benchmark's generator, stream
-            :data:`POOL_SEED` + ``part``), or a JSONL file with a ``question`` field (and ``solution``, ``answer``) of
-            items the model cannot have seen (its ``part``-th slice of ``size`` items).
+        setting: ``auto`` or ``generated`` (fresh problems of the benchmark's generator, stream :data:`POOL_SEED`;
+            twin seed k's: :data:`TWIN_POOL_SEED` + k), or a JSONL file with a ``question`` field (and ``solution``,
+            ``answer``) of items the model cannot have seen (its ``part``-th slice of ``size`` items).
         size: Items wanted (a file gives all of its items when it has fewer).
         exclude: Items the pool must not repeat (the benchmark, its train split, the audit's non-members): an item
             with the same question text is dropped.
@@ -133,7 +136,8 @@ def pool_items(domain: Domain, setting: str, size: int, exclude: list[Question],
     """
     seen = {q.question.strip() for q in exclude}
     if setting in ("auto", "generated"):
-        fresh = domain.nonmember_questions(size + len(exclude) // 10 + 20, POOL_SEED + part)
+        stream = POOL_SEED if not part else TWIN_POOL_SEED + part - 1
+        fresh = domain.nonmember_questions(size + len(exclude) // 10 + 20, stream)
         if fresh is None:
             raise ContamlabError(
                 f"audit.error_rates.pool={setting}: domain={domain.name} cannot generate problems; give a .jsonl file "
