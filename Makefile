@@ -384,6 +384,17 @@ shift-null: $(STAMP) ## False alarms under shift on models that saw nothing -> r
 	$(SN_RUN) --out results/shift/smollm2.json --draws $(SN_SMOLLM2_DRAWS) experiment=real_world model=smollm2
 	$(PY) -m contamlab.studies.shift tables
 
+SN_SEEDS ?= 1 2
+SN_SEED_DRAWS ?= 10
+
+shift-null-seeds: $(STAMP) ## The shift null on SmolLM2 at seeds 1 and 2 (10 audits each) -> results/shift/ (about 1 h)
+	for seed in $(SN_SEEDS); do \
+		$(PY) train.py experiment=real_world model=smollm2 seed=$$seed trainer.enable_progress_bar=false \
+			hydra.run.dir=$(SN)/train/smollm2-$$seed || exit 1; \
+		$(SN_RUN) --out results/shift/smollm2-seed$$seed.json --draws $(SN_SEED_DRAWS) experiment=real_world \
+			model=smollm2 seed=$$seed || exit 1; done
+	$(PY) -m contamlab.studies.shift tables
+
 shift-null-gemma3: $(STAMP) ## The shift null on Gemma-3-270m (10 audits, seed 0) -> results/shift/gemma3.json (about 1 h 30 min)
 	$(PY) train.py experiment=real_world model=gemma3 seed=0 trainer.enable_progress_bar=false \
 		hydra.run.dir=$(SN)/train/gemma3
@@ -401,5 +412,5 @@ clean: ## Remove outputs, caches and the virtual environment
 	rm -rf outputs multirun .pytest_cache .ruff_cache $(VENV)
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-.PHONY: shift-null shift-null-gemma3 evidence evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 evidence-report help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
+.PHONY: shift-null shift-null-gemma3 shift-null-seeds evidence evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 evidence-report help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
 	_repro-arith_pq reproduce-profile meta-audit _meta-0 _meta-1 real-audit real-audit-error-rates real-world real-world-error-rates bench bench-smollm2 smollm2-run sync wandb-report clean
