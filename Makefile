@@ -395,7 +395,7 @@ shift-null-seeds: $(STAMP) ## The shift null on SmolLM2 at seeds 1 and 2 (10 aud
 			model=smollm2 seed=$$seed || exit 1; done
 	$(PY) -m contamlab.studies.shift tables
 
-shift-null-gemma3: $(STAMP) ## The shift null on Gemma-3-270m (10 audits, seed 0) -> results/shift/gemma3.json (about 1 h 30 min)
+shift-null-gemma3: $(STAMP) ## The shift null on Gemma-3-270m (10 audits, seed 0) -> results/shift/gemma3.json (about 1 h)
 	$(PY) train.py experiment=real_world model=gemma3 seed=0 trainer.enable_progress_bar=false \
 		hydra.run.dir=$(SN)/train/gemma3
 	$(SN_RUN) --out results/shift/gemma3.json --draws $(SN_GEMMA3_DRAWS) experiment=real_world model=gemma3
