@@ -106,7 +106,10 @@ def main() -> None:
     if args.floor:
         parent = floor_model(parent, work / "floor")
     per_step = int(cfg.finetune.global_batch)
-    examples = stage_corpus(cfg, domain, "clean")[: per_step * args.steps]
+    corpus = stage_corpus(cfg, domain, "clean")
+    # cycled when --steps asks for more than one epoch of the clean stage (64 documents: 8 steps): a long stage
+    # checkpoints every fifth of its steps (at most 100), a short one at every step
+    examples = [corpus[i % len(corpus)] for i in range(per_step * args.steps)]
     lr = stage_lr(cfg, domain, "clean")
     torch.set_num_threads(int(cfg.trainer.num_threads))
     accumulate = per_step // int(cfg.finetune.micro_batch)
