@@ -299,6 +299,12 @@ def _blind(a: dict[str, Any], condition: str) -> str:
     return f"{np.median(values):.2f} ({values.min():.2f}–{values.max():.2f})"
 
 
+def _columns(a: dict[str, Any]) -> list[str]:
+    """The artifact's conditions in reading order (its JSON keeps them sorted by name): no shift first, choice last."""
+    order = [*SHIFTS, CHOICE]
+    return sorted(a["conditions"], key=lambda c: (order.index(c) if c in order else len(order), c))
+
+
 def page(artifacts: Sequence[dict[str, Any]]) -> str:
     """docs/results_shift.md: per world, each reading's false alarms under each shift, and the blind AUROC."""
     lines = [
@@ -313,24 +319,24 @@ def page(artifacts: Sequence[dict[str, Any]]) -> str:
         "interval. `/reference` reads the model against the world's base model (the difference of AUROCs).",
     ]
     for a in artifacts:
-        w = a["world"]
+        w, columns = a["world"], _columns(a)
         lines += [
             "",
             f"## {w['model']} on {w['domain']} (seed {w['seed']}): {a['draws']} audits of {a['side']} items a side",
             "",
             "Blind AUROC (median and range over the audits): "
-            + "; ".join(f"{c} {_blind(a, c)}" for c in a["conditions"] if c in a["blind"][0])  # choice: none's
+            + "; ".join(f"{c} {_blind(a, c)}" for c in columns if c in a["blind"][0])  # choice: none's items
             + ".",
             "",
-            "| model | reading | " + " | ".join(a["conditions"]) + " |",
-            "|---|---|" + "---|" * len(a["conditions"]),
+            "| model | reading | " + " | ".join(columns) + " |",
+            "|---|---|" + "---|" * len(columns),
         ]
         for model, by_condition in a["rates"].items():
-            readings_ = list(next(iter(by_condition.values())))
-            for reading in readings_:
+            # every reading of any condition (choice reads only the detectors with a choice to draw)
+            for reading in sorted(set().union(*by_condition.values())):
                 det, _, ref = reading.partition("/")
                 name = NAMES.get(det, det) + (f"/{ref}" if ref else "")
-                cells = [_rate(by_condition.get(c, {}).get(reading)) for c in a["conditions"]]
+                cells = [_rate(by_condition.get(c, {}).get(reading)) for c in columns]
                 lines.append(f"| {model} | {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
