@@ -3,8 +3,9 @@
 - The frozen base held in bf16 (:mod:`contamlab.training.precision`) gives the same multiplies as autocast's casts:
   the adapter's bytes are identical with and without it.
 - The loss at labelled positions only (``finetune.logits: labelled``, :mod:`contamlab.training.loss`): each row's
-  gradient is the same, so the adapter's bytes are too; only the logged loss, a sum over fewer rows, may differ in
-  its last bits. So the option is not part of the stage key.
+  gradient is the same up to the GEMM's rounding, which on an AMD EPYC gives the same bytes and on an Intel Xeon
+  with AMX does not (the product's blocking follows its row count). So ``logits: all`` keys as before the option
+  existed and ``labelled`` keys a model of its own; the two adapters agree to within bf16 rounding.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_real_world import TINY_REAL_WORLD
 
@@ -50,13 +52,24 @@ def test_the_frozen_base_in_bf16_trains_the_same_bytes(data_dir, tmp_path, monke
 
 
 @pytest.mark.xdist_group("random_smollm2")  # one worker builds the random model (conftest)
-def test_the_labelled_logits_train_the_same_bytes_under_the_same_key(data_dir, tmp_path, random_smollm2_in):
+def test_the_labelled_logits_train_the_same_adapter_and_all_keys_its_own(data_dir, tmp_path, random_smollm2_in):
+    from safetensors.numpy import load_file
+
     random_smollm2_in(tmp_path / "cache")
     labelled = _train(tmp_path, "labelled", "finetune.logits=labelled")
     full = _train(tmp_path, "full", "finetune.logits=all")
-    assert _sha(labelled) == _sha(full) and labelled.name == full.name
+    assert labelled.name != full.name  # `labelled` is a model of its own: bytes equal on some CPUs only
+    a, b = (load_file(p / "adapter_model.safetensors") for p in (labelled, full))
+    assert sorted(a) == sorted(b)
+    for name in a:  # the same update, or apart by the rounding of a differently blocked bf16 product
+        x, y = a[name], b[name]
+        # Adam's first steps move each weight by about ±lr, so a gradient near 0 may flip: measured on an Intel
+        # Xeon with AMX, 0.00-0.14 % of the elements flip sign and the tensors differ by at most 4.8 % (Frobenius);
+        # a loss on the wrong positions would flip about half of them
+        assert np.mean(np.sign(x) != np.sign(y)) < 0.005, name
+        assert np.linalg.norm(x - y) <= 0.1 * np.linalg.norm(y), name
     curves = [json.loads((p / "train_summary.json").read_text())["loss_curve"] for p in (labelled, full)]
     assert len(curves[0]) == len(curves[1]) >= 1
-    assert curves[0] == pytest.approx(curves[1], rel=1e-6)  # the logged mean, summed over fewer rows
+    assert curves[0] == pytest.approx(curves[1], rel=1e-3)  # the logged mean, summed over fewer rows
     stores = [model_store(compose("train", [*TINY_REAL_WORLD, f"finetune.logits={v}"])) for v in ("labelled", "all")]
-    assert stores[0].finetune["logits"] == "labelled" and "logits" not in stores[0]._finetune_key()
+    assert stores[0]._finetune_key()["logits"] == "labelled" and "logits" not in stores[1]._finetune_key()
