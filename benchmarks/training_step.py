@@ -91,6 +91,7 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=1, help="alternating rounds of recipe and baseline")
     parser.add_argument("--overrides", nargs="*", default=[], help="train.py overrides of every run (e.g. max_length)")
+    parser.add_argument("--out", type=Path, help="the result file (default benchmarks/results/training_step-...)")
     parser.add_argument(
         "--baseline-casts", action="store_true", help="the baseline casts its frozen weights every pass (as before)"
     )
@@ -223,7 +224,7 @@ def main() -> None:
             "top_operators_s": {e.key: round(e.self_cpu_time_total / 1e6, 4) for e in top},
         }
     tag = f"{'-floor' if args.floor else ''}{'-short' if any('max_length' in o for o in args.overrides) else ''}"
-    out = Path(__file__).parent / "results" / f"training_step-{args.model}{tag}.json"
+    out = args.out or Path(__file__).parent / "results" / f"training_step-{args.model}{tag}.json"
     atomic_write_json(out, result)
     print(f"written {out}")
     shutil.rmtree(work, ignore_errors=True)
