@@ -283,8 +283,9 @@ def run(
 
 # -- the page ---------------------------------------------------------------------------------------------------------
 def load(folder: Path = ARTIFACTS) -> list[dict[str, Any]]:
-    """The artifacts, in name order."""
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    """The artifacts, by world: model, then seed."""
+    found = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    return sorted(found, key=lambda a: (a["world"]["model"], a["world"]["seed"]))
 
 
 def _rate(cell: dict[str, Any] | None) -> str:
