@@ -230,16 +230,18 @@ def run(
             scores[name][det] = {q.id: _round(float(x)) for q, x in zip(view.test, values)}
         for det in (d for d in built if drawn and d in drawn[0]):
             chosen[name][det] = {}
+            by_k: dict[float, dict[str, float]] = {}  # every item's score at each k drawn, computed once
             for d, (audit_items, pick) in enumerate(zip(choice_sides, drawn)):
                 if det == "recall":  # a new prefix: a conditioned pass over this audit's items only
-                    variant, where = (
-                        dataclasses.replace(built[det], seed=int(pick[det])),
-                        domain.over(audit_items, f"shift-null-choice:{d}"),
-                    )
+                    where = domain.over(audit_items, f"shift-null-choice:{d}")
+                    variant = dataclasses.replace(built[det], seed=int(pick[det]))
+                    by_id = dict(zip((q.id for q in where.test), model.score(where, variant, False, True)[0].scores))
                 else:  # another k: the same cached token pass over every item
-                    variant, where = dataclasses.replace(built[det], k=float(pick[det])), view
-                values = model.score(where, variant, False, moments=True)[0].scores
-                by_id = dict(zip((q.id for q in where.test), values))
+                    k = float(pick[det])
+                    if k not in by_k:
+                        values = model.score(view, dataclasses.replace(built[det], k=k), False, True)[0].scores
+                        by_k[k] = dict(zip((q.id for q in view.test), values))
+                    by_id = by_k[k]
                 chosen[name][det].update({q.id: _round(float(by_id[q.id])) for q in audit_items})
         model.release()
     settings = V.Settings(float(cfg.audit.alpha), int(cfg.audit.n_boot), float(cfg.audit.confidence), int(cfg.seed))
