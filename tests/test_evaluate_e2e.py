@@ -35,6 +35,11 @@ def test_single_job_writes_results(trained):
     r01 = [(int(r["r01_strategy"]), int(r["r01_clean"])) for r in rows]
     assert values["g_ap"] == pytest.approx(abs(sum(a for a, _ in r01) - sum(c for _, c in r01)) / 20)
     assert values["a_ppg"] == pytest.approx(sum(abs(float(r["r_strategy"]) - float(r["r_clean"])) for r in rows) / 20)
+    # ... and the noise floor's, from the second clean batch's columns
+    floor = results["floor"]["metrics"]["all"]["values"]
+    assert floor["a_ppg"] == pytest.approx(sum(abs(float(r["r_clean_2"]) - float(r["r_clean"])) for r in rows) / 20)
+    assert floor["g_ap"] == pytest.approx(abs(sum(int(r["r01_clean_2"]) - int(r["r01_clean"]) for r in rows)) / 20)
+    assert all(float(r["r_clean_2"]) == int(r["clean_2_correct"]) / 4 for r in rows)
 
 
 def test_grid_reuses_clean_samples(trained):

@@ -125,13 +125,14 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     }
     phases = {"sampling": round(time.perf_counter() - started, 3)}
     analysis = cfg.get("analysis") or {}
-    clean_2 = None
+    clean_2, floor = None, None
     mark = time.perf_counter()
     if analysis.get("floor", True) or analysis.get("stability", False):
         _, clean_2, _ = sample_model(setup, store, domain, clean_src, Strategy(), CLEAN_2, progress, CLEAN_2)
         results["sampling"]["streams"][CLEAN_2] = stream_seed(seed, CLEAN_2, shared)
     if analysis.get("floor", True):
-        r_c2, r01_c2, _ = question_readouts(clean_2, readout_seed(seed, CLEAN_2))
+        floor = question_readouts(clean_2, readout_seed(seed, CLEAN_2))
+        r_c2, r01_c2, _ = floor
         # What a perfect strategy would score at this m: an independent clean batch against the first.
         results["floor"] = {
             "metrics": _metrics(cfg, r_c2, r_cl, r01_c2, r01_cl, clean_bins, leaked),
@@ -149,7 +150,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     results["run"] = run_metadata()
     atomic_write_json(out_dir / "results.json", results)
     domain.split.save(out_dir / "split.json")
-    _write_per_question(out_dir / "per_question.csv", domain, leaked, clean_bins, clean, cont, r01_cl, r01_co)
+    _write_per_question(out_dir / "per_question.csv", domain, leaked, clean_bins, clean, cont, r01_cl, r01_co, floor)
     _log_wandb(cfg, results, out_dir, figures)
     v = metrics["all"]["values"]
     log.info(
@@ -167,37 +168,24 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     return results
 
 
-def _write_per_question(path, domain, leaked, clean_bins, clean, cont, r01_cl, r01_co) -> None:
-    rows = [
-        [
-            "id",
-            "leaked",
-            "bin",
-            "clean_correct",
-            "clean_m",
-            "strategy_correct",
-            "strategy_kept",
-            "r_clean",
-            "r_strategy",
-            "r01_clean",
-            "r01_strategy",
-        ]
-    ]
-    for q, lk, b, cl, co, a, z in zip(domain.test, leaked, clean_bins, clean, cont, r01_cl, r01_co):
-        rows.append(
-            [
-                q.id,
-                int(lk),
-                int(b),
-                sum(cl.sample_correct),
-                cl.m,
-                *co.kept_counts(),
-                f"{cl.solve_probability():.6f}",
-                f"{co.solve_probability():.6f}",
-                int(a),
-                int(z),
-            ]
-        )
+def _write_per_question(path, domain, leaked, clean_bins, clean, cont, r01_cl, r01_co, floor=None) -> None:
+    """One row per test question; with the noise floor, the second clean batch's readouts too.
+
+    ``floor`` is ``question_readouts`` of the second clean batch: with its columns a study recomputes the floor and
+    paired differences from this file alone (contamlab.studies.restoration).
+    """
+    header = ["id", "leaked", "bin", "clean_correct", "clean_m", "strategy_correct", "strategy_kept"]
+    header += ["r_clean", "r_strategy", "r01_clean", "r01_strategy"]
+    if floor is not None:
+        header += ["clean_2_correct", "r_clean_2", "r01_clean_2"]
+    rows = [header]
+    for i, (q, lk, b, cl, co, a, z) in enumerate(zip(domain.test, leaked, clean_bins, clean, cont, r01_cl, r01_co)):
+        row = [q.id, int(lk), int(b), sum(cl.sample_correct), cl.m, *co.kept_counts()]
+        row += [f"{cl.solve_probability():.6f}", f"{co.solve_probability():.6f}", int(a), int(z)]
+        if floor is not None:
+            r_2, r01_2, c_2 = floor
+            row += [int(c_2[i]), f"{r_2[i]:.6f}", int(r01_2[i])]
+        rows.append(row)
     buffer = io.StringIO()
     csv.writer(buffer).writerows(rows)
     atomic_write_text(path, buffer.getvalue())
