@@ -243,6 +243,42 @@ def gap_metrics(
     return {key: float(out[key][0]) for key in METRIC_KEYS}
 
 
+def metric_draws(
+    r_strategy: ArrayLike, r_clean: ArrayLike, clean_bins: ArrayLike, draws: np.ndarray, metric: str = "sa_ppg"
+) -> np.ndarray:
+    """One metric of :data:`METRIC_KEYS` in each of K resamples of the questions, each kept within its clean bin.
+
+    The draws of :func:`contamlab.metrics.seeds.two_level_strata` with the clean bins as strata: every row lists N
+    question indices grouped by bin in ascending order, and a column's bin is the same in every row (so the SA-PPG
+    weights, Eq. 13, stay fixed, as in :func:`bootstrap_intervals`).
+
+    Args:
+        r_strategy: ``[N]`` strategy solve probabilities in [0, 1].
+        r_clean: ``[N]`` clean solve probabilities in [0, 1].
+        clean_bins: ``[N]`` 0-based clean bins (any B: only their grouping is read).
+        draws: ``[K, N]`` question indices, as above.
+        metric: A key of :data:`METRIC_KEYS`.
+
+    Returns:
+        ``[K]`` values of the metric.
+
+    Raises:
+        ValueError: On an unknown metric, or draws whose columns do not keep their bin across rows or are not
+            grouped by ascending bin.
+    """
+    if metric not in METRIC_KEYS:
+        raise ValueError(f"metric must be one of {', '.join(METRIC_KEYS)}, got {metric!r}")
+    rs, rc = _as_prob(r_strategy, "r_strategy"), _as_prob(r_clean, "r_clean")
+    _check_same_length(rs, rc, "r_strategy", "r_clean")
+    b = _as_integral(clean_bins, "clean_bins")
+    idx = np.asarray(draws)
+    column_bins = b[idx[0]]  # [N]
+    if idx.ndim != 2 or idx.shape[1] != rs.size or np.any(b[idx] != column_bins) or np.any(np.diff(column_bins) < 0):
+        raise ValueError("draws must be [K, N] indices grouped by ascending clean bin, each column within one bin")
+    _, starts, sizes = np.unique(column_bins, return_index=True, return_counts=True)
+    return _batch_metrics(rs[idx], rc[idx], starts, sizes)[metric]
+
+
 def g_ap(r01_strategy: ArrayLike, r01_clean: ArrayLike) -> float:
     """G-AP (Eq. 2): gap of aggregate performance on discrete one-sample readouts.
 

@@ -85,3 +85,58 @@ def two_level_auroc(
         return auroc_draws(*data[s], idx_pos, idx_neg)
 
     return two_level([(p.size, n.size) for p, n in data], auroc, n_boot, seed, confidence)
+
+
+#: A statistic of one seed's items under stratified draws: ``(seed index, item draws [K, n])`` -> its value in each
+#: draw [K]. The columns of a draw are grouped by stratum, in ascending label order; the first call of each seed gets
+#: the identity draw (the items in that order), which gives the seed's point value.
+StrataStatistic = Callable[[int, np.ndarray], np.ndarray]
+
+
+def two_level_strata(
+    strata: Sequence[np.ndarray],
+    statistic: StrataStatistic,
+    n_boot: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[float, tuple[float, float], list[float]]:
+    """:func:`two_level` with the items resampled within strata of any number (e.g. the clean model's SA-PPG bins).
+
+    The restoration metrics of "Zero Gap Is Not Restoration" (Eq. 13) weight the clean model's solve-probability bins
+    equally, and their bootstrap resamples questions within their bin so that the weights stay fixed
+    (:func:`contamlab.metrics.gaps.bootstrap_intervals`). Over seeds the same holds one level down: each replicate
+    draws S seeds with replacement and, for each place, that seed's items with replacement within each stratum; the
+    replicate's value is the mean of the S drawn seeds' statistics.
+
+    Args:
+        strata: Per seed, the stratum label of each of its items ``[n_s]`` (integers).
+        statistic: See :data:`StrataStatistic`; a paired difference reads both models at the same drawn items.
+        n_boot: Bootstrap replicates.
+        seed: Seed of the draws.
+        confidence: Coverage of the interval.
+
+    Returns:
+        ``(mean of the seeds' values, (low, high), the per-seed values)``.
+    """
+    rng = np.random.default_rng(seed)
+    n_seeds = len(strata)
+    if n_seeds == 0:
+        raise ValueError("two_level_strata: no seeds")
+    points, item_draws = [], []
+    for s, labels in enumerate(strata):
+        labels = np.asarray(labels)
+        if labels.ndim != 1 or labels.size == 0:
+            raise ValueError(f"two_level_strata: seed {s} has no items")
+        order = np.argsort(labels, kind="stable")  # [n]: the items grouped by stratum
+        _, starts, sizes = np.unique(labels[order], return_index=True, return_counts=True)
+        low = np.repeat(starts, sizes)  # [n]: where column j's stratum begins in `order`
+        points.append(float(statistic(s, order[None, :])[0]))
+        # one independent item draw per (replicate, place among the S drawn seeds)
+        draws = order[rng.integers(low, low + np.repeat(sizes, sizes), (n_boot * n_seeds, labels.size))]
+        item_draws.append(np.asarray(statistic(s, draws)).reshape(n_boot, n_seeds))  # [B, S]
+    table = np.stack(item_draws)  # [S seeds, B, S places]
+    picked = rng.integers(0, n_seeds, (n_boot, n_seeds))  # [B, S]: which seed fills each place
+    replicates = table[picked, np.arange(n_boot)[:, None], np.arange(n_seeds)[None, :]].mean(axis=1)  # [B]
+    alpha = (1 - confidence) / 2
+    low_q, high_q = np.quantile(replicates, [alpha, 1 - alpha])
+    return float(np.mean(points)), (float(low_q), float(high_q)), points

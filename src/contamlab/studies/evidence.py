@@ -61,7 +61,7 @@ _SWEEP = re.compile(r"^(?P<model>[a-z0-9]+)-(?P<exp>[a-z_]+)-(?P<seed>\d+)-e(?P<
 
 
 # -- collect ----------------------------------------------------------------------------------------------------------
-def _overrides(job: Path) -> dict[str, str]:
+def overrides_of(job: Path) -> dict[str, str]:
     """A Hydra job's command-line overrides (``.hydra/overrides.yaml``) as ``{key: value}``."""
     lines = yaml.safe_load((job / ".hydra" / "overrides.yaml").read_text()) or []
     return dict(line.split("=", 1) for line in lines)
@@ -73,7 +73,7 @@ def _round(value: str) -> float | None:
 
 def _read_job(job: Path) -> tuple[str, dict[str, dict[str, Any]], dict[str, Any]]:
     """One detection job: its reading (``detector/view``), per-model score columns and its results.json."""
-    over = _overrides(job)
+    over = overrides_of(job)
     reading = f"{over['detector']}/{over.get('detector.text', 'document')}"
     with (job / "detection_per_question.csv").open() as f:
         rows = list(csv.DictReader(f))
@@ -93,7 +93,7 @@ def _train_record(train_dir: Path, doses: Sequence[int]) -> tuple[dict[str, Any]
         time and speed; and the texts of the seed's test questions, audit non-members and sham items, so that a
         reader can check without this code that the seeds drew other items.
     """
-    over = _overrides(train_dir)
+    over = overrides_of(train_dir)
     out: dict[str, Any] = {"command": "python train.py " + " ".join(f"{k}={v}" for k, v in over.items())}
     base = [f"{k}={v}" for k, v in over.items() if k not in ("snapshots", "hydra.run.dir", "domain.leak_epochs")]
     texts: dict[str, list[str]] = {}
@@ -144,7 +144,7 @@ def collect(run_dir: Path, out: Path) -> list[Path]:
                         "reading": reading,
                         "wall_s": {m: det[m]["wall_s"] for m in (*DOSED, "clean")},
                         "cached": {m: det[m]["cached"] for m in (*DOSED, "clean")},
-                        "command": "python evaluate.py " + " ".join(f"{k}={v}" for k, v in _overrides(job).items()),
+                        "command": "python evaluate.py " + " ".join(f"{k}={v}" for k, v in overrides_of(job).items()),
                         "commit": results["run"]["git_commit"],
                         "dirty": results["run"]["git_dirty"],
                     }
@@ -463,13 +463,13 @@ def readme_block(artifacts: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def with_readme_block(readme: str, block: str) -> str:
-    """``readme`` with the text between :data:`BEGIN` and :data:`END` replaced by ``block``."""
-    head, sep, rest = readme.partition(BEGIN)
-    _, sep2, tail = rest.partition(END)
+def with_readme_block(readme: str, block: str, begin: str = BEGIN, end: str = END) -> str:
+    """``readme`` with the text between the markers (by default :data:`BEGIN` and :data:`END`) replaced by ``block``."""
+    head, sep, rest = readme.partition(begin)
+    _, sep2, tail = rest.partition(end)
     if not sep or not sep2:
-        raise ValueError(f"README.md lacks the markers {BEGIN!r} ... {END!r}")
-    return f"{head}{BEGIN}\n{block}\n{END}{tail}"
+        raise ValueError(f"README.md lacks the markers {begin!r} ... {end!r}")
+    return f"{head}{begin}\n{block}\n{end}{tail}"
 
 
 def figure(artifacts: list[dict[str, Any]], path: Path) -> None:

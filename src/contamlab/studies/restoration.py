@@ -1,0 +1,303 @@
+"""The restoration study on a real LM: committed artifacts, and the tables generated from them (``make restoration``).
+
+The README's headline on SmolLM2-135M (what RailCap restores, against Identity and the noise floor) at independent
+seeds. ``collect`` turns a run of ``make restoration`` (its ``train/`` and ``eval/`` folders) into one small JSON file
+per (model, seed) under ``results/restoration/``: the test questions and which leaked, the clean model's two sample
+batches and each strategy's readouts per question (solve probability r̂, one-sample readout r⁰¹, correct counts),
+the job's own metrics, the commands, the commit, the machine and the wall times. ``tables`` reads those files alone
+and writes ``docs/results_restoration.md`` and the README's block; ``tests/test_restoration_artifacts.py`` fails when
+either differs from what the files give.
+
+The statistics follow docs/real_world.md#analysis-plan (H5): per seed, the metrics of "Zero Gap Is Not
+Restoration" §3 (:mod:`contamlab.metrics.gaps`: SA-PPG Eq. 13, Δ⁺/Δ⁻ Eq. 8–9, G-AP Eq. 2) against the clean model's
+first batch; the noise floor is the second clean batch scored the same way. Over seeds, two-level bootstrap intervals
+(:func:`contamlab.metrics.seeds.two_level_strata`: seeds with replacement, then each drawn seed's questions within
+their clean bin), paired wherever two rows are compared on the same questions.
+
+    python -m contamlab.studies.restoration collect outputs/restoration --out results/restoration
+    python -m contamlab.studies.restoration tables
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from contamlab.config import build_domain, compose, model_store
+from contamlab.io import atomic_write_json, atomic_write_text
+from contamlab.metrics.gaps import metric_draws
+from contamlab.metrics.seeds import two_level_strata
+from contamlab.studies.evidence import load, overrides_of, with_readme_block
+
+ARTIFACTS = Path("results/restoration")
+PAGE = Path("docs/results_restoration.md")
+README = Path("README.md")
+#: The README's generated block: the lines between these markers are :func:`readme_block`'s.
+BEGIN, END = (
+    "<!-- restoration:begin (generated: python -m contamlab.studies.restoration tables) -->",
+    "<!-- restoration:end -->",
+)
+#: Bootstrap settings of every interval (the plan's).
+N_BOOT, BOOT_SEED = 2000, 0
+#: The noise floor's row: the second clean batch against the first.
+FLOOR = "clean_2"
+#: Row order and names; a strategy not listed here follows them in name order.
+ORDER = ("identity", "all_zero", "ted", "lne", "shortcut", "railcap", FLOOR)
+LABELS = {FLOOR: "Clean, 2nd batch (noise floor)"}
+MODELS = {"smollm2": "SmolLM2-135M", "gemma3": "Gemma-3-270m", "tiny": "tiny world"}
+METRICS = {"sa_ppg": "SA-PPG", "g_ap": "G-AP", "delta_plus": "Δ⁺", "delta_minus": "Δ⁻"}
+
+
+# -- collect ----------------------------------------------------------------------------------------------------------
+def _read_job(job: Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """One evaluation job: its strategy, per-question columns, and its results.json."""
+    results = json.loads((job / "results.json").read_text())
+    with (job / "per_question.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    if "r_clean_2" not in rows[0]:
+        raise ValueError(f"{job}: per_question.csv has no second clean batch (run with analysis.floor=true)")
+
+    def col(name: str, kind: type) -> list:
+        return [kind(r[name]) for r in rows]
+
+    cols = {
+        "ids": col("id", str),
+        "leaked": col("leaked", int),
+        "clean_bin": col("bin", int),
+        "clean": {"correct": col("clean_correct", int), "r": col("r_clean", float), "r01": col("r01_clean", int)},
+        FLOOR: {"correct": col("clean_2_correct", int), "r": col("r_clean_2", float), "r01": col("r01_clean_2", int)},
+        "strategy": {
+            "correct": col("strategy_correct", int),
+            "kept": col("strategy_kept", int),
+            "r": col("r_strategy", float),
+            "r01": col("r01_strategy", int),
+        },
+    }
+    return results["strategy"]["name"], cols, results
+
+
+def _train_record(train_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """The trained stages' cost and identity, and the seed's test questions, through the train run's own config."""
+    over = overrides_of(train_dir)
+    cfg = compose("train", [f"{k}={v}" for k, v in over.items() if k != "hydra.run.dir"])
+    store, domain = model_store(cfg), build_domain(cfg.domain)
+    out: dict[str, Any] = {"command": "python train.py " + " ".join(f"{k}={v}" for k, v in over.items())}
+    for stage in ("clean", "contaminated"):
+        summary = json.loads((store.stage_dir(domain, stage) / "train_summary.json").read_text())
+        out[stage] = {k: summary.get(k) for k in ("key", "steps", "wall_s", "tokens_per_s", "tokens_per_epoch")}
+        out.setdefault("run", summary["run"])
+    return out, [q.question for q in domain.test]
+
+
+def collect(run_dir: Path, out: Path) -> list[Path]:
+    """Write one artifact per ``eval/<model>-<seed>`` sweep of a ``make restoration`` run; return the files."""
+    written = []
+    for sweep in sorted((run_dir / "eval").iterdir()):
+        model, _, seed = sweep.name.rpartition("-")
+        jobs = sorted(p for p in sweep.iterdir() if (p / "results.json").is_file())
+        if not model or not seed.isdigit() or not jobs:
+            continue
+        shared: dict[str, Any] = {}
+        strategies: dict[str, Any] = {}
+        for job in jobs:
+            name, cols, results = _read_job(job)
+            common = {k: cols[k] for k in ("ids", "leaked", "clean_bin", "clean", FLOOR)}
+            if shared and common != shared:
+                raise ValueError(f"{job}: other questions or clean samples than the sweep's other jobs")
+            shared = common
+            config, experiment = results["config"], overrides_of(job).get("experiment")
+            strategies[name] = {
+                **cols["strategy"],
+                "metrics": {k: results["metrics"]["all"]["values"][k] for k in METRICS},
+                "floor_metrics": {k: results["floor"]["metrics"]["all"]["values"][k] for k in METRICS},
+                "command": "python evaluate.py " + " ".join(f"{k}={v}" for k, v in overrides_of(job).items()),
+                "commit": results["run"]["git_commit"],
+                "dirty": results["run"]["git_dirty"],
+                "machine": results["run"]["machine"],
+                "wall_s": round(results["timings"]["wall_s"], 1),
+            }
+        train, questions = _train_record(run_dir / "train" / sweep.name)
+        artifact = {
+            "model": model,
+            "experiment": experiment,
+            "seed": int(seed),
+            "dose": config["domain"]["leak_epochs"],
+            "m": config["m"],
+            "bins": config["metric"]["bins"],
+            **shared,
+            "questions": questions,
+            "strategies": strategies,
+            "train": train,
+        }
+        path = out / f"{model}-seed{seed}.json"
+        atomic_write_json(path, artifact)
+        written.append(path)
+    return written
+
+
+# -- statistics -------------------------------------------------------------------------------------------------------
+def rows_of(artifact: dict[str, Any]) -> dict[str, dict[str, np.ndarray]]:
+    """Every row's readouts of one seed (the strategies and the floor), in :data:`ORDER`: ``{row: {r, r01}}``."""
+    found = {name: s for name, s in artifact["strategies"].items()} | {FLOOR: artifact[FLOOR]}
+    names = sorted(found, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER) - 1, n))
+    return {n: {"r": np.asarray(found[n]["r"], float), "r01": np.asarray(found[n]["r01"], float)} for n in names}
+
+
+def _statistic(artifacts: list[dict[str, Any]], row: str, metric: str, minus: str | None = None) -> Callable:
+    """The per-seed statistic of :func:`two_level_strata`: ``metric(row)``, or ``metric(row) - metric(minus)``."""
+
+    def value(s: int, idx: np.ndarray, name: str) -> np.ndarray:
+        a = artifacts[s]
+        r, clean = rows_of(a)[name], a["clean"]
+        if metric == "g_ap":  # Eq. 2 on the one-sample readouts
+            c01 = np.asarray(clean["r01"], float)
+            return np.abs(r["r01"][idx].mean(axis=1) - c01[idx].mean(axis=1))
+        return metric_draws(r["r"], np.asarray(clean["r"], float), np.asarray(a["clean_bin"]), idx, metric)
+
+    def stat(s: int, idx: np.ndarray) -> np.ndarray:
+        return value(s, idx, row) - (value(s, idx, minus) if minus else 0.0)
+
+    return stat
+
+
+def pooled(
+    artifacts: list[dict[str, Any]], row: str, metric: str, minus: str | None = None
+) -> tuple[float, tuple[float, float], list[float]]:
+    """Mean over seeds of ``metric(row)`` (minus ``metric(minus)``, paired) with its two-level interval."""
+    strata = [np.asarray(a["clean_bin"]) for a in artifacts]
+    return two_level_strata(strata, _statistic(artifacts, row, metric, minus), N_BOOT, BOOT_SEED)
+
+
+# -- tables -----------------------------------------------------------------------------------------------------------
+def _cell(value: tuple, digits: int = 3, sign: bool = False) -> str:
+    point, (low, high), _ = value
+    f = f"+.{digits}f" if sign else f".{digits}f"
+    return f"{point:{f}} [{low:{f}}, {high:{f}}]"
+
+
+def _seeds(value: tuple, digits: int = 3, sign: bool = False) -> str:
+    f = f"+.{digits}f" if sign else f".{digits}f"
+    return ", ".join(f"{v:{f}}" for v in value[2])
+
+
+def _groups(artifacts: list[dict[str, Any]]) -> dict[tuple[str, int, int], list[dict[str, Any]]]:
+    out: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    for a in sorted(artifacts, key=lambda a: (a["model"], a["dose"], a["m"], a["seed"])):
+        out.setdefault((a["model"], a["dose"], a["m"]), []).append(a)
+    return out
+
+
+def _title(model: str, dose: int, m: int, group: list[dict[str, Any]]) -> str:
+    seeds = ", ".join(str(a["seed"]) for a in group)
+    return f"{MODELS.get(model, model)}, verbatim leak at {dose} epochs, m = {m}, seeds {seeds}"
+
+
+def _common_rows(group: list[dict[str, Any]]) -> list[str]:
+    """The rows every seed of the group has, in order."""
+    names = [set(rows_of(a)) for a in group]
+    return [n for n in rows_of(group[0]) if all(n in s for s in names)]
+
+
+def page(artifacts: list[dict[str, Any]]) -> str:
+    """The generated results page of the restoration study (markdown), from the artifacts alone."""
+    lines = [
+        "# Results: restoration on a real LM, at independent seeds",
+        "",
+        "Generated by `python -m contamlab.studies.restoration tables` from `results/restoration/`",
+        "(`make restoration`); do not edit. The plan (hypotheses, tests, decision rules) is H5 of",
+        "[real_world.md](real_world.md#analysis-plan). Each metric is scored against the clean model's first sample",
+        "batch; the noise floor is a second clean batch scored the same way (what a perfect strategy would reach at",
+        f"this m). Intervals: 95 %, two-level bootstrap ({N_BOOT:,} draws: seeds with replacement, then each drawn",
+        "seed's questions within their clean bin), paired",
+        "where two rows are compared; each seed's own value follows in parentheses.",
+        "",
+    ]
+    for (model, dose, m), group in _groups(artifacts).items():
+        names = _common_rows(group)
+        lines += [f"## {_title(model, dose, m, group)}", ""]
+        lines += ["| row | " + " | ".join(METRICS.values()) + " |", "|---|" + "---|" * len(METRICS)]
+        for name in names:
+            cells = [f"{_cell(pooled(group, name, k))} ({_seeds(pooled(group, name, k))})" for k in METRICS]
+            lines.append(f"| {LABELS.get(name, name)} | " + " | ".join(cells) + " |")
+        lines += ["", "Paired differences (per question, same clean batch):", ""]
+        lines += ["| difference | " + " | ".join(METRICS.values()) + " |", "|---|" + "---|" * len(METRICS)]
+        for a, b in _differences(names):
+            cells = [
+                f"{_cell(pooled(group, a, k, b), sign=True)} ({_seeds(pooled(group, a, k, b), sign=True)})"
+                for k in METRICS
+            ]
+            lines.append(f"| {LABELS.get(a, a)} − {LABELS.get(b, b)} | " + " | ".join(cells) + " |")
+        lines += ["", "Each seed's runs:", "", "| seed | row | command | commit | wall time |", "|---|---|---|---|---|"]
+        for a in group:
+            t = a["train"]
+            cost, commit = sum(t[s]["wall_s"] for s in ("clean", "contaminated")), t["run"]["git_commit"][:7]
+            lines.append(f"| {a['seed']} | training | `{t['command']}` | {commit} | {cost:,.0f} s |")
+            for name, s in a["strategies"].items():
+                lines.append(f"| {a['seed']} | {name} | `{s['command']}` | {s['commit'][:7]} | {s['wall_s']:,.0f} s |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _differences(names: list[str]) -> list[tuple[str, str]]:
+    """Identity against each strategy, and each strategy against the floor."""
+    strategies = [n for n in names if n not in ("identity", FLOOR)]
+    out = [("identity", n) for n in strategies if "identity" in names]
+    return out + [(n, FLOOR) for n in [*(["identity"] if "identity" in names else []), *strategies]]
+
+
+def readme_block(artifacts: list[dict[str, Any]]) -> str:
+    """The README's summary: per model, SA-PPG, Δ⁺ and Δ⁻ pooled over seeds, and Identity − each strategy."""
+    lines = []
+    for (model, dose, m), group in _groups(artifacts).items():
+        names = _common_rows(group)
+        lines += [f"{_title(model, dose, m, group)}:", ""]
+        lines += ["| row | SA-PPG [95 % CI] (per seed) | Δ⁺ | Δ⁻ |", "|---|---|---|---|"]
+        for name in names:
+            sa = pooled(group, name, "sa_ppg")
+            plus, minus = pooled(group, name, "delta_plus"), pooled(group, name, "delta_minus")
+            lines.append(f"| {LABELS.get(name, name)} | {_cell(sa)} ({_seeds(sa)}) | {plus[0]:.3f} | {minus[0]:.3f} |")
+        for a, b in _differences(names):
+            d = pooled(group, a, "sa_ppg", b)
+            cell = f"{_cell(d, sign=True)} ({_seeds(d, sign=True)})"
+            lines.append(f"| {LABELS.get(a, a)} − {LABELS.get(b, b)} | {cell} | | |")
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def tables(folder: Path = ARTIFACTS, out: Path = PAGE) -> str:
+    """Write the results page and the README block from the artifacts; return the page."""
+    artifacts = load(folder)
+    if not artifacts:
+        raise SystemExit(f"no artifacts in {folder}: run make restoration first")
+    text = page(artifacts)
+    atomic_write_text(out, text)
+    readme = with_readme_block(README.read_text(), readme_block(artifacts), BEGIN, END)
+    atomic_write_text(README, readme)
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The command line: ``collect RUN_DIR [--out DIR]`` or ``tables``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("collect", help="a make restoration run -> one JSON artifact per model and seed")
+    c.add_argument("run_dir", type=Path)
+    c.add_argument("--out", type=Path, default=ARTIFACTS)
+    sub.add_parser("tables", help=f"the artifacts in {ARTIFACTS} -> {PAGE} and the README's block")
+    args = parser.parse_args(argv)
+    if args.command == "collect":
+        for path in collect(args.run_dir, args.out):
+            print(path)
+    else:
+        tables()
+        print(PAGE)
+
+
+if __name__ == "__main__":
+    main()
