@@ -233,3 +233,33 @@ def test_a_run_with_the_choice_condition_on_the_small_world(small_world, tmp_pat
         assert np.allclose(members, plain) == same_choice  # another k or prefix gives other scores
     assert {r["condition"] for r in art["readings"] if r["reading"] == "recall/reference"} >= {"choice", "none"}
     assert "choice" in shift.page([art])
+
+
+def test_a_rate_pooled_over_seeds_resamples_the_seeds():
+    """Seed A flagged both audits, seed B neither: per-seed rates 1 and 0, mean 0.5; by hand a replicate's mean is
+    1 (AA, 1/4), 0.5 (1/2) or 0 (1/4), so the 95 % interval is [0, 1] (pooling 2 of 4 audits as independent counts
+    would give the narrower exact [0.07, 0.93])."""
+    point, (low, high), per_seed = shift.pooled_rate([[True, True], [False, False]])
+    assert per_seed == [1.0, 0.0] and point == 0.5 and (low, high) == (0.0, 1.0)
+
+
+def test_the_page_pools_a_world_over_its_seeds():
+    if len({json.loads(p.read_text())["world"]["seed"] for p in ARTIFACTS if "smollm2" in p.stem}) < 2:
+        pytest.skip("one SmolLM2 seed committed")
+    text = shift.page(shift.load(ARTIFACTS[0].parent))
+    section = text.split("## smollm2 on arith, seeds 0, 1, 2 pooled")[1]
+    # the sham's Loss under the source shift: each seed's count recomputed from its artifact's flags
+    arts = sorted(
+        (json.loads(p.read_text()) for p in ARTIFACTS if "smollm2" in p.stem), key=lambda a: a["world"]["seed"]
+    )
+    counts = []
+    for a in arts:
+        flags = [
+            r["flagged"]
+            for r in a["readings"]
+            if (r["model"], r["condition"], r["reading"]) == ("sham", "source", "loss")
+        ]
+        counts.append(f"{sum(flags)}/{len(flags)}")
+    rates = [int(c.split("/")[0]) / int(c.split("/")[1]) for c in counts]
+    row = next(line for line in section.splitlines() if line.startswith("| sham | Loss |"))
+    assert f"{np.mean(rates):.2f} [" in row.split("|")[5] and f"({', '.join(counts)})" in row.split("|")[5]

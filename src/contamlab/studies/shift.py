@@ -70,6 +70,8 @@ MODELS = ("base", "clean", "sham")
 REFERENCE = "base"
 #: A reading whose false-alarm rate under the audit's shift exceeds this gives no verdict (``audit.shift_null``).
 MAX_RATE = 0.1
+#: Bootstrap replicates of a rate pooled over seeds.
+N_POOLED_BOOT = 2000
 #: Significant digits of a stored score: the readings are computed from the stored values, so that the artifact
 #: alone gives every rate again.
 DIGITS = 7
@@ -341,7 +343,80 @@ def page(artifacts: Sequence[dict[str, Any]]) -> str:
                 name = NAMES.get(det, det) + (f"/{ref}" if ref else "")
                 cells = [_rate(by_condition.get(c, {}).get(reading)) for c in columns]
                 lines.append(f"| {model} | {name} | " + " | ".join(cells) + " |")
+    for (model, domain, side), group in _families(artifacts).items():
+        lines += _pooled_section(model, domain, side, group)
     return "\n".join(lines) + "\n"
+
+
+def _families(artifacts: Sequence[dict[str, Any]]) -> dict[tuple[str, str, int], list[dict[str, Any]]]:
+    """The worlds measured at two seeds or more (same model, domain and side), each seed once."""
+    out: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for a in artifacts:
+        out.setdefault((a["world"]["model"], a["world"]["domain"], a["side"]), []).append(a)
+    return {k: g for k, g in out.items() if len({a["world"]["seed"] for a in g}) == len(g) > 1}
+
+
+def pooled_rate(flags: Sequence[Sequence[bool]]) -> tuple[float, tuple[float, float], list[float]]:
+    """The false-alarm rate over seeds: the mean of the seeds' rates, with its two-level interval.
+
+    The seeds are independent replicates (their own items, models and non-members), the audits within a seed are
+    not independent of its models: the interval resamples seeds, then each drawn seed's audits
+    (:func:`contamlab.metrics.seeds.two_level_strata`, one stratum a seed).
+    """
+    from contamlab.metrics.seeds import two_level_strata
+
+    arrays = [np.asarray(f, np.float64) for f in flags]
+
+    def rate(s: int, idx: np.ndarray) -> np.ndarray:
+        return arrays[s][idx].mean(axis=1)
+
+    return two_level_strata([np.zeros(a.size, int) for a in arrays], rate, N_POOLED_BOOT, 0)
+
+
+def _pooled_section(model: str, domain: str, side: int, group: list[dict[str, Any]]) -> list[str]:
+    """Each reading's false alarms pooled over a world's seeds, beside each seed's count."""
+    seeds = [a["world"]["seed"] for a in group]
+    columns = [c for c in _columns(group[0]) if all(c in a["conditions"] for a in group)]
+    lines = [
+        "",
+        f"## {model} on {domain}, seeds {', '.join(map(str, seeds))} pooled",
+        "",
+        "Each cell: the mean of the seeds' false-alarm rates with its two-level 95 % interval (seeds with replacement,",
+        "then each drawn seed's audits), and each seed's count in parentheses. The seeds are the independent",
+        "replicates; the audits of one seed share its models. Where every audit agrees (none flagged, or all) the",
+        "bootstrap has no spread: the cell gives the pooled count and its exact interval, as if the audits were",
+        "independent.",
+        "",
+        "| model | reading | " + " | ".join(columns) + " |",
+        "|---|---|" + "---|" * len(columns),
+    ]
+    flags: dict[tuple[str, str, str], list[list[bool]]] = {}
+    for a in group:
+        for r in a["readings"]:
+            flags.setdefault((r["model"], r["reading"], r["condition"]), [[] for _ in group])[group.index(a)].append(
+                bool(r["flagged"])
+            )
+    models = [m for m in group[0]["rates"] if all(m in a["rates"] for a in group)]
+    for m in models:
+        for reading in sorted({k[1] for k in flags if k[0] == m}):
+            det, _, ref = reading.partition("/")
+            name = NAMES.get(det, det) + (f"/{ref}" if ref else "")
+            cells = []
+            for c in columns:
+                per_seed = flags.get((m, reading, c))
+                if per_seed is None or not all(per_seed):
+                    cells.append("–")
+                    continue
+                counts = ", ".join(f"{sum(f)}/{len(f)}" for f in per_seed)
+                every = [f for seed in per_seed for f in seed]
+                if len(set(every)) == 1:  # all flagged or none: no bootstrap spread; the count's exact interval
+                    low, high = power(every).to_dict()["interval"]
+                    cells.append(f"{sum(every)}/{len(every)} exact [{low:.2f}, {high:.2f}] ({counts})")
+                    continue
+                point, (low, high), _ = pooled_rate(per_seed)
+                cells.append(f"{point:.2f} [{low:.2f}, {high:.2f}] ({counts})")
+            lines.append(f"| {m} | {name} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def tables(folder: Path = ARTIFACTS, out: Path = PAGE) -> str:
