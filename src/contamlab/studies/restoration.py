@@ -50,6 +50,8 @@ FLOOR = "clean_2"
 #: Row order and names; a strategy not listed here follows them in name order.
 ORDER = ("identity", "all_zero", "ted", "lne", "shortcut", "railcap", FLOOR)
 LABELS = {FLOOR: "Clean, 2nd batch (noise floor)"}
+#: The README's shorter name of the floor row.
+SHORT = {FLOOR: "Clean, 2nd batch"}
 MODELS = {"smollm2": "SmolLM2-135M", "gemma3": "Gemma-3-270m", "tiny": "tiny world"}
 METRICS = {"sa_ppg": "SA-PPG", "g_ap": "G-AP", "delta_plus": "Δ⁺", "delta_minus": "Δ⁻"}
 
@@ -262,22 +264,26 @@ def _differences(names: list[str]) -> list[tuple[str, str]]:
 
 
 def readme_block(artifacts: list[dict[str, Any]]) -> str:
-    """The README's summary: per model, SA-PPG, Δ⁺ and Δ⁻ pooled over seeds, and Identity − each strategy."""
-    lines = []
-    for (model, dose, m), group in _groups(artifacts).items():
+    """The README's summary: SA-PPG pooled over seeds per row, Identity − RailCap and RailCap − floor (paired).
+
+    One table; where the artifacts hold several (model, dose, m) groups, each row names its group.
+    """
+    groups = _groups(artifacts)
+    lines = ["| strategy | SA-PPG [95 % CI] (per seed) | Δ⁺ | Δ⁻ |", "|---|---|---|---|"]
+    for (model, dose, m), group in groups.items():
         names = _common_rows(group)
-        lines += [f"{_title(model, dose, m, group)}:", ""]
-        lines += ["| row | SA-PPG [95 % CI] (per seed) | Δ⁺ | Δ⁻ |", "|---|---|---|---|"]
+        where = f"{MODELS.get(model, model)}, {dose} epochs, m = {m}: " if len(groups) > 1 else ""
         for name in names:
             sa = pooled(group, name, "sa_ppg")
             plus, minus = pooled(group, name, "delta_plus"), pooled(group, name, "delta_minus")
-            lines.append(f"| {LABELS.get(name, name)} | {_cell(sa)} ({_seeds(sa)}) | {plus[0]:.3f} | {minus[0]:.3f} |")
-        for a, b in _differences(names):
+            label = f"{where}{SHORT.get(name, name)}"
+            lines.append(f"| {label} | {_cell(sa)} ({_seeds(sa)}) | {plus[0]:.3f} | {minus[0]:.3f} |")
+        pairs = [p for p in (("identity", "railcap"), ("railcap", FLOOR)) if set(p) <= set(names)]
+        for a, b in pairs:
             d = pooled(group, a, "sa_ppg", b)
-            cell = f"{_cell(d, sign=True)} ({_seeds(d, sign=True)})"
-            lines.append(f"| {LABELS.get(a, a)} − {LABELS.get(b, b)} | {cell} | | |")
-        lines.append("")
-    return "\n".join(lines).rstrip()
+            label = f"{where}{a} − {'floor' if b == FLOOR else b} (paired)"
+            lines.append(f"| {label} | {_cell(d, sign=True)} ({_seeds(d, sign=True)}) | | |")
+    return "\n".join(lines)
 
 
 def tables(folder: Path = ARTIFACTS, out: Path = PAGE) -> str:
