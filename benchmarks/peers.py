@@ -124,6 +124,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=100, help="benchmark items (and as many reference items)")
     parser.add_argument("--repeats", type=int, default=1, help="rounds of the three runs, alternated")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, help="the result file (default benchmarks/results/peers-<model>.json)")
     args = parser.parse_args()
     try:
         import benchleak  # noqa: F401
@@ -167,12 +168,28 @@ def main() -> None:
         "spread_around_median": spread,
         "ratio_to_benchleak": {k: median[k] / median["benchleak"] for k in median},
         "machine": {"platform": platform.platform(), "processor": platform.processor(), "threads": args.threads},
+        "cpu_flags": sorted(_cpu_flags() & {"avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "avx2"}),
+        "commit": _git("rev-parse", "HEAD"),
+        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
         "command": " ".join(["python", "benchmarks/peers.py", *sys.argv[1:]]),
     }
     print(json.dumps(report, indent=2))
-    out = REPO / "benchmarks" / "results" / f"peers-{args.model}.json"
+    out = args.out or REPO / "benchmarks" / "results" / f"peers-{args.model}.json"
     out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"written to {out.relative_to(REPO)}")
+    print(f"written to {out}")
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True).stdout.strip()
+
+
+def _cpu_flags() -> set[str]:
+    """The CPU's feature flags (Linux), which decide the bf16 and AMX paths of the matrix multiplies."""
+    try:
+        line = next(x for x in Path("/proc/cpuinfo").read_text().splitlines() if x.startswith("flags"))
+    except (OSError, StopIteration):
+        return set()
+    return set(line.split(":", 1)[1].split())
 
 
 if __name__ == "__main__":

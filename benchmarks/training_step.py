@@ -46,6 +46,7 @@ from contamlab import stages
 from contamlab.config import build_domain, compose, model_store
 from contamlab.console import library_output
 from contamlab.io import atomic_write_json
+from contamlab.provenance import run_metadata
 from contamlab.stages import TwinRecipe, stage_corpus, stage_lr, train_stage
 from contamlab.training.module import CausalLMModule
 
@@ -175,6 +176,7 @@ def main() -> None:
         "command": "python benchmarks/training_step.py " + " ".join(sys.argv[1:]),
         "machine": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
+        "run": run_metadata(),  # commit, clean tree, versions, CPU
         "threads": int(cfg.trainer.num_threads),
         "precision": str(cfg.trainer.precision),
         "tokens_per_step": round(tokens_per_step, 1),
