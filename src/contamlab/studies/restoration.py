@@ -244,7 +244,7 @@ def page(artifacts: list[dict[str, Any]]) -> str:
             excess = pooled(group, "identity", "sa_ppg", FLOOR)[0]
             for n in names:
                 if n not in ("identity", FLOOR):
-                    lines.append(f"- {n}: {pooled(group, 'identity', 'sa_ppg', n)[0] / excess:.0%}")
+                    lines.append(f"- {n}: {100 * pooled(group, 'identity', 'sa_ppg', n)[0] / excess:.0f} %")
         lines += ["", "Each seed's runs:", "", "| seed | row | command | commit | wall time |", "|---|---|---|---|---|"]
         for a in group:
             t = a["train"]
