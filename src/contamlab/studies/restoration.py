@@ -245,13 +245,14 @@ def page(artifacts: list[dict[str, Any]]) -> str:
             for n in names:
                 if n not in ("identity", FLOOR):
                     lines.append(f"- {n}: {100 * pooled(group, 'identity', 'sa_ppg', n)[0] / excess:.0f} %")
-        lines += ["", "Each seed's runs:", "", "| seed | row | command | commit | wall time |", "|---|---|---|---|---|"]
+        lines += ["", "Each seed's runs (the commit and the machine of each are in its artifact):", ""]
+        lines += ["| seed | row | command | wall time |", "|---|---|---|---|"]
         for a in group:
             t = a["train"]
-            cost, commit = sum(t[s]["wall_s"] for s in ("clean", "contaminated")), t["run"]["git_commit"][:7]
-            lines.append(f"| {a['seed']} | training | `{t['command']}` | {commit} | {cost:,.0f} s |")
+            cost = sum(t[s]["wall_s"] for s in ("clean", "contaminated"))
+            lines.append(f"| {a['seed']} | training | `{t['command']}` | {cost:,.0f} s |")
             for name, s in a["strategies"].items():
-                lines.append(f"| {a['seed']} | {name} | `{s['command']}` | {s['commit'][:7]} | {s['wall_s']:,.0f} s |")
+                lines.append(f"| {a['seed']} | {name} | `{s['command']}` | {s['wall_s']:,.0f} s |")
         lines.append("")
     return "\n".join(lines)
 
