@@ -31,6 +31,7 @@ import torch
 
 from contamlab.config import build_domain, compose
 from contamlab.io import atomic_write_json
+from contamlab.provenance import run_metadata
 from contamlab.stages import stage_corpus
 from contamlab.training.datamodule import ExampleDataset, LengthGroupedBatches, pad_collate
 
@@ -83,6 +84,7 @@ def main() -> None:
     parser.add_argument("--model", choices=("smollm2", "gemma3"), default="smollm2")
     parser.add_argument("--batches", type=int, default=7, help="micro-batches timed per setting (after a warm-up)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, help="the result file (default benchmarks/results/real_lm-<model>.json)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     from peft import LoraConfig, get_peft_model
@@ -185,12 +187,13 @@ def main() -> None:
     base = next(r for r in rows if r["kind"] == "LoRA step" and r["precision"] == "fp32" and r["batches"] == "as drawn")
     best = next(r for r in rows if r["kind"] == "LoRA step" and r["precision"] != "fp32" and r["batches"] != "as drawn")
     print(f"LoRA step, bf16 + grouped vs fp32 as drawn: {best['tokens_per_s'] / base['tokens_per_s']:.2f}x")
-    out = Path(__file__).parent / "results" / f"real_lm-{args.model}.json"
+    out = args.out or Path(__file__).parent / "results" / f"real_lm-{args.model}.json"
     atomic_write_json(
         out,
         {
             "model": args.model,
             "machine": platform.processor() or platform.machine(),
+            "run": run_metadata(),  # commit, clean tree, versions, CPU
             "cpu_count": os.cpu_count(),
             "threads": args.threads,
             "gemm_flops": rates,
