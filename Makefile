@@ -367,7 +367,7 @@ evidence-report: $(STAMP) ## The evidence study's artifacts (results/evidence) a
 # The restoration study (docs/real_world.md, H5 of the analysis plan): per seed of RS_SEEDS, SmolLM2's clean and
 # contaminated models at RS_DOSE leak epochs (independent items per seed), then RS_STRATEGIES at m = RS_M with the
 # noise floor; `make restoration-report` writes results/restoration and docs/results_restoration.md from the run.
-# On 2 cores about 36 min a seed at the defaults (6 min training, 30 min sampling Identity and RailCap).
+# On 2 cores about 27 min a seed at the defaults (7 min training, 15 min sampling Identity, 5 min RailCap).
 RS ?= outputs/restoration
 RS_SEEDS ?= 0 1 2
 RS_M ?= 16
@@ -375,7 +375,7 @@ RS_DOSE ?= 8
 RS_STRATEGIES ?= identity,railcap
 RS_ARGS ?=        # overrides for every job
 
-restoration: $(STAMP) ## RailCap vs Identity on SmolLM2 at 3 seeds, m = 16 -> results/restoration (about 1 h 50 min)
+restoration: $(STAMP) ## RailCap vs Identity on SmolLM2 at 3 seeds, m = 16 -> results/restoration (about 1 h 25 min)
 	for seed in $(RS_SEEDS); do \
 		$(PY) train.py experiment=real_world model=smollm2 seed=$$seed domain.leak_epochs=$(RS_DOSE) sham=false \
 			trainer.enable_progress_bar=false $(RS_ARGS) hydra.run.dir=$(RS)/train/smollm2-$$seed || exit 1; \
