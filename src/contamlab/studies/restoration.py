@@ -99,6 +99,8 @@ def _train_record(train_dir: Path) -> tuple[dict[str, Any], list[str]]:
 
 def collect(run_dir: Path, out: Path) -> list[Path]:
     """Write one artifact per ``eval/<model>-<seed>`` sweep of a ``make restoration`` run; return the files."""
+    if not (run_dir / "eval").is_dir():
+        raise SystemExit(f"{run_dir / 'eval'}: no such folder; run make restoration (RS=<run dir>) first")
     written = []
     for sweep in sorted((run_dir / "eval").iterdir()):
         model, _, seed = sweep.name.rpartition("-")
@@ -140,6 +142,8 @@ def collect(run_dir: Path, out: Path) -> list[Path]:
         path = out / f"{model}-seed{seed}.json"
         atomic_write_json(path, artifact)
         written.append(path)
+    if not written:
+        raise SystemExit(f"{run_dir / 'eval'}: no finished <model>-<seed> sweep to collect")
     return written
 
 
