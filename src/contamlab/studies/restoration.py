@@ -33,7 +33,7 @@ from contamlab.config import build_domain, compose, model_store
 from contamlab.io import atomic_write_json, atomic_write_text
 from contamlab.metrics.gaps import metric_draws
 from contamlab.metrics.seeds import two_level_strata
-from contamlab.studies.evidence import load, overrides_of, with_readme_block
+from contamlab.studies.evidence import FORMS, load, overrides_of, with_readme_block
 
 ARTIFACTS = Path("results/restoration")
 PAGE = Path("docs/results_restoration.md")
@@ -150,8 +150,9 @@ def collect(run_dir: Path, out: Path) -> list[Path]:
 # -- statistics -------------------------------------------------------------------------------------------------------
 def rows_of(artifact: dict[str, Any]) -> dict[str, dict[str, np.ndarray]]:
     """Every row's readouts of one seed (the strategies and the floor), in :data:`ORDER`: ``{row: {r, r01}}``."""
-    found = {name: s for name, s in artifact["strategies"].items()} | {FLOOR: artifact[FLOOR]}
-    names = sorted(found, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER) - 1, n))
+    found = dict(artifact["strategies"]) | {FLOOR: artifact[FLOOR]}
+    # a strategy outside ORDER goes after the listed strategies, before the floor
+    names = sorted(found, key=lambda n: (ORDER.index(n) if n in ORDER else ORDER.index(FLOOR) - 0.5, n))
     return {n: {"r": np.asarray(found[n]["r"], float), "r01": np.asarray(found[n]["r01"], float)} for n in names}
 
 
@@ -192,16 +193,18 @@ def _seeds(value: tuple, digits: int = 3, sign: bool = False) -> str:
     return ", ".join(f"{v:{f}}" for v in value[2])
 
 
-def _groups(artifacts: list[dict[str, Any]]) -> dict[tuple[str, int, int], list[dict[str, Any]]]:
-    out: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
-    for a in sorted(artifacts, key=lambda a: (a["model"], a["dose"], a["m"], a["seed"])):
-        out.setdefault((a["model"], a["dose"], a["m"]), []).append(a)
+def _groups(artifacts: list[dict[str, Any]]) -> dict[tuple[str, str, int, int], list[dict[str, Any]]]:
+    """The seeds of each (model, experiment, dose, m), in seed order."""
+    out: dict[tuple[str, str, int, int], list[dict[str, Any]]] = {}
+    for a in sorted(artifacts, key=lambda a: (a["model"], a["experiment"], a["dose"], a["m"], a["seed"])):
+        out.setdefault((a["model"], a["experiment"], a["dose"], a["m"]), []).append(a)
     return out
 
 
-def _title(model: str, dose: int, m: int, group: list[dict[str, Any]]) -> str:
+def _title(model: str, experiment: str, dose: int, m: int, group: list[dict[str, Any]]) -> str:
     seeds = ", ".join(str(a["seed"]) for a in group)
-    return f"{MODELS.get(model, model)}, verbatim leak at {dose} epochs, m = {m}, seeds {seeds}"
+    form = FORMS.get(experiment, experiment)
+    return f"{MODELS.get(model, model)}, {form} leak at {dose} epochs, m = {m}, seeds {seeds}"
 
 
 def _common_rows(group: list[dict[str, Any]]) -> list[str]:
@@ -224,27 +227,27 @@ def page(artifacts: list[dict[str, Any]]) -> str:
         "in parentheses.",
         "",
     ]
-    for (model, dose, m), group in _groups(artifacts).items():
+    for (model, experiment, dose, m), group in _groups(artifacts).items():
         names = _common_rows(group)
-        lines += [f"## {_title(model, dose, m, group)}", ""]
+        lines += [f"## {_title(model, experiment, dose, m, group)}", ""]
         lines += ["| row | " + " | ".join(METRICS.values()) + " |", "|---|" + "---|" * len(METRICS)]
         for name in names:
-            cells = [f"{_cell(pooled(group, name, k))} ({_seeds(pooled(group, name, k))})" for k in METRICS]
+            values = [pooled(group, name, k) for k in METRICS]
+            cells = [f"{_cell(v)} ({_seeds(v)})" for v in values]
             lines.append(f"| {LABELS.get(name, name)} | " + " | ".join(cells) + " |")
         lines += ["", "Paired differences (per question, same clean batch):", ""]
         lines += ["| difference | " + " | ".join(METRICS.values()) + " |", "|---|" + "---|" * len(METRICS)]
         for a, b in _differences(names):
-            cells = [
-                f"{_cell(pooled(group, a, k, b), sign=True)} ({_seeds(pooled(group, a, k, b), sign=True)})"
-                for k in METRICS
-            ]
+            values = [pooled(group, a, k, b) for k in METRICS]
+            cells = [f"{_cell(v, sign=True)} ({_seeds(v, sign=True)})" for v in values]
             lines.append(f"| {LABELS.get(a, a)} − {LABELS.get(b, b)} | " + " | ".join(cells) + " |")
         if "identity" in names:
             lines += [
                 "",
-                "Share of Identity's SA-PPG excess over the floor that each strategy removes, (Identity − strategy)",
+                "Share of Identity's SA-PPG excess over the floor that each strategy removes, (Identity − strategy) / "
+                "(Identity − floor), from the pooled points (a point value, no interval: plan H5 d):",
+                "",
             ]
-            lines += ["/ (Identity − floor), from the pooled points (a point value, no interval: plan H5 d):", ""]
             excess = pooled(group, "identity", "sa_ppg", FLOOR)[0]
             for n in names:
                 if n not in ("identity", FLOOR):
@@ -275,9 +278,9 @@ def readme_block(artifacts: list[dict[str, Any]]) -> str:
     """
     groups = _groups(artifacts)
     lines = ["| strategy | SA-PPG [95 % CI] (per seed) | Δ⁺ | Δ⁻ |", "|---|---|---|---|"]
-    for (model, dose, m), group in groups.items():
+    for (model, experiment, dose, m), group in groups.items():
         names = _common_rows(group)
-        where = f"{MODELS.get(model, model)}, {dose} epochs, m = {m}: " if len(groups) > 1 else ""
+        where = f"{_title(model, experiment, dose, m, group)}: " if len(groups) > 1 else ""
         for name in names:
             sa = pooled(group, name, "sa_ppg")
             plus, minus = pooled(group, name, "delta_plus"), pooled(group, name, "delta_minus")
