@@ -52,6 +52,7 @@ from contamlab.detectors.base import question_text
 from contamlab.io import atomic_write_json, atomic_write_text
 from contamlab.metrics import verdicts as V
 from contamlab.metrics.error_rates import power
+from contamlab.metrics.seeds import two_level_strata
 
 log = logging.getLogger("contamlab")
 ARTIFACTS = Path("results/shift")
@@ -339,10 +340,8 @@ def page(artifacts: Sequence[dict[str, Any]]) -> str:
         for model, by_condition in a["rates"].items():
             # every reading of any condition (choice reads only the detectors with a choice to draw)
             for reading in sorted(set().union(*by_condition.values())):
-                det, _, ref = reading.partition("/")
-                name = NAMES.get(det, det) + (f"/{ref}" if ref else "")
                 cells = [_rate(by_condition.get(c, {}).get(reading)) for c in columns]
-                lines.append(f"| {model} | {name} | " + " | ".join(cells) + " |")
+                lines.append(f"| {model} | {_reading_name(reading)} | " + " | ".join(cells) + " |")
     for (model, domain, side), group in _families(artifacts).items():
         lines += _pooled_section(model, domain, side, group)
     return "\n".join(lines) + "\n"
@@ -363,8 +362,6 @@ def pooled_rate(flags: Sequence[Sequence[bool]]) -> tuple[float, tuple[float, fl
     not independent of its models: the interval resamples seeds, then each drawn seed's audits
     (:func:`contamlab.metrics.seeds.two_level_strata`, one stratum a seed).
     """
-    from contamlab.metrics.seeds import two_level_strata
-
     arrays = [np.asarray(f, np.float64) for f in flags]
 
     def rate(s: int, idx: np.ndarray) -> np.ndarray:
@@ -391,16 +388,14 @@ def _pooled_section(model: str, domain: str, side: int, group: list[dict[str, An
         "|---|---|" + "---|" * len(columns),
     ]
     flags: dict[tuple[str, str, str], list[list[bool]]] = {}
-    for a in group:
+    for k, a in enumerate(group):
         for r in a["readings"]:
-            flags.setdefault((r["model"], r["reading"], r["condition"]), [[] for _ in group])[group.index(a)].append(
-                bool(r["flagged"])
-            )
+            if r["flagged"] is not None:  # an audit without a reading counts nowhere, as in `rates`
+                per_seed = flags.setdefault((r["model"], r["reading"], r["condition"]), [[] for _ in group])
+                per_seed[k].append(r["flagged"])
     models = [m for m in group[0]["rates"] if all(m in a["rates"] for a in group)]
     for m in models:
         for reading in sorted({k[1] for k in flags if k[0] == m}):
-            det, _, ref = reading.partition("/")
-            name = NAMES.get(det, det) + (f"/{ref}" if ref else "")
             cells = []
             for c in columns:
                 per_seed = flags.get((m, reading, c))
@@ -415,8 +410,14 @@ def _pooled_section(model: str, domain: str, side: int, group: list[dict[str, An
                     continue
                 point, (low, high), _ = pooled_rate(per_seed)
                 cells.append(f"{point:.2f} [{low:.2f}, {high:.2f}] ({counts})")
-            lines.append(f"| {m} | {name} | " + " | ".join(cells) + " |")
+            lines.append(f"| {m} | {_reading_name(reading)} | " + " | ".join(cells) + " |")
     return lines
+
+
+def _reading_name(reading: str) -> str:
+    """``minkpp/base`` -> ``Min-K%++/base``: a detector's display name, with the reference it reads against."""
+    det, _, ref = reading.partition("/")
+    return NAMES.get(det, det) + (f"/{ref}" if ref else "")
 
 
 def tables(folder: Path = ARTIFACTS, out: Path = PAGE) -> str:
