@@ -57,6 +57,21 @@ def two_level(
         idx_pos = rng.integers(0, n_pos, (n_boot * n_seeds, n_pos))
         idx_neg = rng.integers(0, n_neg, (n_boot * n_seeds, n_neg))
         item_draws.append(np.asarray(statistic(s, idx_pos, idx_neg)).reshape(n_boot, n_seeds))  # [B, S]
+    return _over_seeds(points, item_draws, rng, confidence)
+
+
+def _over_seeds(
+    points: list[float], item_draws: list[np.ndarray], rng: np.random.Generator, confidence: float
+) -> tuple[float, tuple[float, float], list[float]]:
+    """The seed level of a two-level bootstrap, once each seed's item draws are made.
+
+    Args:
+        points: Each seed's value on its own items.
+        item_draws: Per seed, its statistic in ``[B, S]`` independent item draws (one per replicate and place).
+        rng: The generator of the item draws, continued here for the seeds.
+        confidence: Coverage of the interval.
+    """
+    n_seeds, n_boot = len(points), item_draws[0].shape[0]
     table = np.stack(item_draws)  # [S seeds, B, S places]
     picked = rng.integers(0, n_seeds, (n_boot, n_seeds))  # [B, S]: which seed fills each place
     replicates = table[picked, np.arange(n_boot)[:, None], np.arange(n_seeds)[None, :]].mean(axis=1)  # [B]
@@ -134,9 +149,4 @@ def two_level_strata(
         # one independent item draw per (replicate, place among the S drawn seeds)
         draws = order[rng.integers(low, low + np.repeat(sizes, sizes), (n_boot * n_seeds, labels.size))]
         item_draws.append(np.asarray(statistic(s, draws)).reshape(n_boot, n_seeds))  # [B, S]
-    table = np.stack(item_draws)  # [S seeds, B, S places]
-    picked = rng.integers(0, n_seeds, (n_boot, n_seeds))  # [B, S]: which seed fills each place
-    replicates = table[picked, np.arange(n_boot)[:, None], np.arange(n_seeds)[None, :]].mean(axis=1)  # [B]
-    alpha = (1 - confidence) / 2
-    low_q, high_q = np.quantile(replicates, [alpha, 1 - alpha])
-    return float(np.mean(points)), (float(low_q), float(high_q)), points
+    return _over_seeds(points, item_draws, rng, confidence)
