@@ -158,14 +158,17 @@ def rows_of(artifact: dict[str, Any]) -> dict[str, dict[str, np.ndarray]]:
 
 def _statistic(artifacts: list[dict[str, Any]], row: str, metric: str, minus: str | None = None) -> Callable:
     """The per-seed statistic of :func:`two_level_strata`: ``metric(row)``, or ``metric(row) - metric(minus)``."""
+    # each seed's columns as arrays, once: the statistic is called for the point and again for the draws
+    seeds = [
+        (rows_of(a), *(np.asarray(a["clean"][k], float) for k in ("r", "r01")), np.asarray(a["clean_bin"]))
+        for a in artifacts
+    ]
 
     def value(s: int, idx: np.ndarray, name: str) -> np.ndarray:
-        a = artifacts[s]
-        r, clean = rows_of(a)[name], a["clean"]
+        rows, r_clean, r01_clean, bins = seeds[s]
         if metric == "g_ap":  # Eq. 2 on the one-sample readouts
-            c01 = np.asarray(clean["r01"], float)
-            return np.abs(r["r01"][idx].mean(axis=1) - c01[idx].mean(axis=1))
-        return metric_draws(r["r"], np.asarray(clean["r"], float), np.asarray(a["clean_bin"]), idx, metric)
+            return np.abs(rows[name]["r01"][idx].mean(axis=1) - r01_clean[idx].mean(axis=1))
+        return metric_draws(rows[name]["r"], r_clean, bins, idx, metric)
 
     def stat(s: int, idx: np.ndarray) -> np.ndarray:
         return value(s, idx, row) - (value(s, idx, minus) if minus else 0.0)
