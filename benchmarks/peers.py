@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+from contamlab.provenance import run_metadata
+
 REPO = Path(__file__).resolve().parents[1]
 K_PERCENT = 20.0
 
@@ -169,18 +171,13 @@ def main() -> None:
         "ratio_to_benchleak": {k: median[k] / median["benchleak"] for k in median},
         "machine": {"platform": platform.platform(), "processor": platform.processor(), "threads": args.threads},
         "cpu_flags": sorted(_cpu_flags() & {"avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "avx2"}),
-        "commit": _git("rev-parse", "HEAD"),
-        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "run": run_metadata(),  # commit, clean tree, versions (torch is imported here, after the timed runs)
         "command": " ".join(["python", "benchmarks/peers.py", *sys.argv[1:]]),
     }
     print(json.dumps(report, indent=2))
     out = args.out or REPO / "benchmarks" / "results" / f"peers-{args.model}.json"
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"written to {out}")
-
-
-def _git(*args: str) -> str:
-    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True).stdout.strip()
 
 
 def _cpu_flags() -> set[str]:
