@@ -57,6 +57,8 @@ FORMS = {
     "real_world_reworded": "fully reworded",
     "evidence_tiny": "verbatim",
 }
+#: What an artifact keeps of each trained stage's train_summary.json: its identity and its cost.
+STAGE_FIELDS = ("key", "steps", "wall_s", "tokens_per_s", "tokens_per_epoch")
 _SWEEP = re.compile(r"^(?P<model>[a-z0-9]+)-(?P<exp>[a-z_]+)-(?P<seed>\d+)-e(?P<dose>\d+)$")
 
 
@@ -111,7 +113,7 @@ def _train_record(train_dir: Path, doses: Sequence[int]) -> tuple[dict[str, Any]
             if name in out:
                 continue
             summary = json.loads((store.stage_dir(domain, stage) / "train_summary.json").read_text())
-            entry = {k: summary.get(k) for k in ("key", "steps", "wall_s", "tokens_per_s", "tokens_per_epoch")}
+            entry = {k: summary.get(k) for k in STAGE_FIELDS}
             entry["snapshot_of"] = summary.get("snapshot_of")
             out[name] = entry
             out.setdefault("run", summary["run"])

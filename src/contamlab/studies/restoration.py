@@ -33,7 +33,7 @@ from contamlab.config import build_domain, compose, model_store
 from contamlab.io import atomic_write_json, atomic_write_text
 from contamlab.metrics.gaps import metric_draws
 from contamlab.metrics.seeds import two_level_strata
-from contamlab.studies.evidence import FORMS, load, overrides_of, with_readme_block
+from contamlab.studies.evidence import FORMS, STAGE_FIELDS, load, overrides_of, with_readme_block
 
 ARTIFACTS = Path("results/restoration")
 PAGE = Path("docs/results_restoration.md")
@@ -92,7 +92,7 @@ def _train_record(train_dir: Path) -> tuple[dict[str, Any], list[str]]:
     out: dict[str, Any] = {"command": "python train.py " + " ".join(f"{k}={v}" for k, v in over.items())}
     for stage in ("clean", "contaminated"):
         summary = json.loads((store.stage_dir(domain, stage) / "train_summary.json").read_text())
-        out[stage] = {k: summary.get(k) for k in ("key", "steps", "wall_s", "tokens_per_s", "tokens_per_epoch")}
+        out[stage] = {k: summary.get(k) for k in STAGE_FIELDS}
         out.setdefault("run", summary["run"])
     return out, [q.question for q in domain.test]
 
