@@ -87,15 +87,17 @@ PQ ?= arith_pq
 EVAL = $(PY) evaluate.py --multirun progress=false
 REPRO_SWEEP = hydra.sweep.dir=$(REPRO)
 
-reproduce: $(STAMP) ## The whole study on the default world -> outputs/reproduce/report.md (tables, figures, detectors)
+reproduce: $(STAMP) ## The whole study on the default world -> outputs/reproduce/report.md, results/reproduce, docs
 	# base -> clean -> contaminated on arith; stream 2 trains the arith_pq contaminated model itself. Two base
 	# threads, as docs/results.md was measured: other thread counts give the same keys but other float rounding.
+	mkdir -p $(REPRO) && date +%s > $(REPRO)/started
 	$(PY) train.py domain=$(ARITH) base.num_threads=2
-	mkdir -p $(REPRO)
 	$(MAKE) --no-print-directory -j2 _repro-arith _repro-arith_pq
 	$(PY) -m contamlab.analysis.report $(REPRO)
 	$(PY) -m contamlab.analysis.profile $(REPRO) > $(REPRO)/profile.md
-	@echo "report: $(REPRO)/report.md (each job's time: $(REPRO)/profile.md)"
+	$(PY) -m contamlab.studies.reproduce collect $(REPRO) --world $(ARITH) --wall-s $$(( $$(date +%s) - $$(cat $(REPRO)/started) ))
+	$(PY) -m contamlab.studies.reproduce tables
+	@echo "report: $(REPRO)/report.md (each job's time: $(REPRO)/profile.md); artifacts: results/reproduce/$(ARITH)"
 
 _repro-arith: # stream 1: Tables 1-2 on arith, Figures 1-2, the Table 4 ablation (n = 4 is Table 1's RailCap, cached),
 	# then TED and LNE on arith_pq (stream 2 has trained its model by then: train.py finds it done)
@@ -203,6 +205,21 @@ _meta-1:
 		hydra.sweep.dir=$(META)/seed1
 	$(AUDIT) domain=$(ARITH) audit.target=clean audit.references=[clean@0] seed=1 domain.split_seed=1 \
 		hydra.sweep.dir=$(META)/seed1_clean
+
+# The packaged models on GSM8K against each non-member choice (docs/audit.md#the-blind-baseline): the four membership
+# readings on the first 100 test questions against their PQ rephrasings and against 100 train questions, each with
+# the blind baseline and the model's shift null; then results/audit_shift and docs/audit.md's tables.
+GA ?= outputs/gsm8k_audit
+GA_MODELS ?= smollm2 gemma3
+
+gsm8k-audit: $(STAMP) ## SmolLM2 and Gemma-3 on GSM8K against PQ and against train -> results/audit_shift, docs/audit.md
+	for model in $(GA_MODELS); do for nonmembers in auto train; do \
+		$(PY) audit.py model=$$model domain=gsm8k domain.max_test=100 audit.target=base audit.references=[] \
+			audit.detectors=[loss,zlib,mink,minkpp] audit.mitigate=[] audit.nonmembers=$$nonmembers \
+			audit.shift_null.file=results/shift/$$model.json progress=false \
+			hydra.run.dir=$(GA)/$$model-$$nonmembers || exit 1; done; done
+	$(PY) -m contamlab.studies.gsm8k_audit collect $(GA)
+	$(PY) -m contamlab.studies.gsm8k_audit tables
 
 # The real audit of docs/audit.md: the two packaged pretrained models on 100 GSM8K test questions, no reference
 # model (none is known to be clean), GSM8K-PQ rephrasings as the non-members, RailCap's mitigated score at m = 4.
@@ -375,6 +392,9 @@ RS_DOSE ?= 8
 RS_STRATEGIES ?= identity,railcap
 RS_ARGS ?=        # overrides for every job
 
+pages: $(STAMP) ## Every generated page and table of README.md and docs/ again, from the artifacts under results/
+	$(PY) -m contamlab.studies.pages
+
 restoration: $(STAMP) ## RailCap vs Identity on SmolLM2 at 3 seeds, m = 16 -> results/restoration (about 1 h 25 min)
 	for seed in $(RS_SEEDS); do \
 		$(PY) train.py experiment=real_world model=smollm2 seed=$$seed domain.leak_epochs=$(RS_DOSE) sham=false \
@@ -435,5 +455,5 @@ clean: ## Remove outputs, caches and the virtual environment
 	rm -rf outputs multirun .pytest_cache .ruff_cache $(VENV)
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-.PHONY: restoration restoration-report shift-null shift-null-gemma3 shift-null-seeds evidence evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 evidence-report help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
+.PHONY: gsm8k-audit pages restoration restoration-report shift-null shift-null-gemma3 shift-null-seeds evidence evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 evidence-report help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
 	_repro-arith_pq reproduce-profile meta-audit _meta-0 _meta-1 real-audit real-audit-error-rates real-world real-world-error-rates bench bench-smollm2 smollm2-run sync wandb-report clean

@@ -187,6 +187,34 @@ def arith(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+#: The GSM8K rows of docs/audit.md's table: (cell of the ``gsm8k-pq`` artifact, label).
+GSM8K_ROWS = (
+    ("a_first100_vs_pq", "GSM8K test, first 100, vs their PQ rephrasings"),
+    ("b_all_vs_pq", "GSM8K test vs their PQ rephrasings"),
+    ("c_test_vs_train", "GSM8K test vs GSM8K train (drawn at random)"),
+)
+
+
+def table(gsm8k: dict[str, Any], arith: dict[str, Any]) -> str:
+    """docs/audit.md's table of blind AUROCs, from the two artifacts (``gsm8k-pq`` and ``arith``)."""
+    lines = ["| benchmark vs non-members | blind AUROC [95 % interval] | items a side |", "|---|---|---|"]
+    for key, label in GSM8K_ROWS:
+        cell = gsm8k["cells"][key]
+        low, high = cell["ci"]
+        if cell.get("left_out"):
+            label += f" ({len(cell['left_out'])} empty rephrasings left out)"
+        lines.append(f"| {label} | {cell['auroc']:.3f} [{low:.3f}, {high:.3f}] | {cell['n']['members']:,} |")
+    seeds = [arith["cells"][f"seed{s}_test_vs_nonmembers"] for s in ARITH_SEEDS]
+    covers = (
+        "each interval covers 0.5" if all(c["ci"][0] <= 0.5 <= c["ci"][1] for c in seeds) else "not each covers 0.5"
+    )
+    values = ", ".join(f"{c['auroc']:.3f}" for c in seeds)
+    sizes = ", ".join(str(n) for n in sorted({c["n"]["members"] for c in seeds}))
+    names = ", ".join(map(str, ARITH_SEEDS))
+    lines.append(f"| synthetic benchmark vs its generated non-members, seeds {names} | {values} ({covers}) | {sizes} |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """The command line: ``gsm8k-pq [--out PATH]`` or ``arith [--out PATH]``."""
     started = time.perf_counter()
