@@ -123,6 +123,15 @@ def test_dcpdd_by_hand():
     assert dcpdd_score(logprobs, [5, 7, 5], f, a=0.5) == pytest.approx(0.5)
 
 
+def test_dcpdd_texts_clipped_at_every_token_tie_exactly_whatever_their_length():
+    """Every α at a: the score is a itself, so such texts tie in an AUROC instead of ranking by rounding error."""
+    freq = np.full(4000, 1e-6)  # a rare token: p · log(1/f) ≈ p · 13.8, far above a = 0.01 at p near 1
+    scores = [dcpdd_score(np.full(k, -1e-3), list(range(k)), freq, a=0.01) for k in range(1, 400)]
+    assert set(scores) == {0.01}
+    # the plain mean does not tie: K copies of 0.01 average to 0.01 off by an ulp for some K
+    assert len({float(np.full(k, 0.01).mean()) for k in range(1, 400)}) > 1
+
+
 def test_dcpdd_detector_reads_the_pretraining_corpus(tok, model):
     corpus = [TEXTS[0], TEXTS[2]]
     ctx = DetectionContext(_Domain(), QS, "tiny", lambda: (model, tok), lineage=lambda: {"base": corpus})

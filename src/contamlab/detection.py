@@ -170,7 +170,7 @@ def _cell(value: Any) -> Any:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, float):
-        return f"{value:.6g}"
+        return repr(value)  # every digit: an AUROC recomputed from the file ties exactly where the job's did
     return value
 
 

@@ -75,8 +75,11 @@ def dcpdd_score(logprobs: np.ndarray, ids: Sequence[int], freq: np.ndarray, a: f
     keep = first_occurrences(ids)
     p = np.exp(np.asarray(logprobs, dtype=np.float64)[keep])  # [K]
     f = freq[np.asarray(ids, dtype=np.int64)[keep]]  # [K]
-    alpha = np.minimum(p * -np.log(f), a)
-    return float(alpha.mean())
+    alpha = np.minimum(p * -np.log(f), a)  # [K]
+    # the mean as a minus the mean shortfall below a: a text whose every token is clipped scores exactly a, whatever
+    # its length (alpha.mean() of K copies of a rounds to a ± an ulp that depends on K, and the AUROC of texts that
+    # tie in principle would then rank them by that rounding)
+    return float(a - (a - alpha).mean())
 
 
 @dataclass(frozen=True)
