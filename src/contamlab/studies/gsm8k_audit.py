@@ -5,7 +5,8 @@ GSM8K test questions with the four membership readings (Loss, Zlib, Min-K%, Min-
 PQ rephrasings (``audit.nonmembers=auto``) and once against 100 GSM8K train questions drawn at random
 (``audit.nonmembers=train``), each with the blind baseline and its model's shift-null artifact
 (``audit.shift_null.file=results/shift/<model>.json``). ``collect`` keeps each audit's ``results.json`` (config,
-readings, verdicts, commit, machine, wall time) as ``results/audit_shift/<model>-gsm8k-<pq|train>.json``.
+readings, verdicts, commit, machine, wall time) as ``results/audit_shift/<model>-gsm8k-<pq|train>.json`` and its
+per-item scores (``audit_scores.csv``) beside it as ``<model>-gsm8k-<pq|train>.scores.csv``.
 
 ``tables`` writes docs/audit.md's two generated blocks from the committed artifacts alone: the blind baselines
 (``results/blind``, :mod:`contamlab.studies.blind`) and these audits' readings and verdicts.
@@ -48,9 +49,10 @@ def collect(run_dir: Path, out: Path = ARTIFACTS) -> list[Path]:
         config = result["config"]
         if config["domain"]["name"] != "gsm8k" or config["audit"]["nonmembers"] not in NONMEMBERS:
             continue
-        name = f"{config['model']['name']}-gsm8k-{NONMEMBERS[config['audit']['nonmembers']][0]}.json"
-        atomic_write_json(out / name, result)
-        written.append(out / name)
+        name = f"{config['model']['name']}-gsm8k-{NONMEMBERS[config['audit']['nonmembers']][0]}"
+        atomic_write_json(out / f"{name}.json", result)
+        atomic_write_text(out / f"{name}.scores.csv", (path.parent / "audit_scores.csv").read_text())
+        written += [out / f"{name}.json", out / f"{name}.scores.csv"]
     if not written:
         raise SystemExit(f"{run_dir}: no GSM8K audit against pq or train non-members; run make gsm8k-audit")
     return written
@@ -59,6 +61,8 @@ def collect(run_dir: Path, out: Path = ARTIFACTS) -> list[Path]:
 def load(folder: Path = ARTIFACTS) -> list[dict[str, Any]]:
     """The committed audits, SmolLM2 first, then each model's PQ audit before its train audit."""
     found = [json.loads(p.read_text()) for p in folder.glob("*-gsm8k-*.json")]
+    if not found:
+        raise SystemExit(f"no audits in {folder}: run make gsm8k-audit first")
     order = list(MODELS), list(NONMEMBERS)
     return sorted(found, key=lambda r: [o.index(k) for o, k in zip(order, _key(r))])
 
