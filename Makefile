@@ -190,11 +190,14 @@ smollm2-run: $(STAMP) ## SmolLM2, 100 GSM8K questions: identity, RailCap, TED (m
 META ?= outputs/meta_audit
 AUDIT = $(PY) audit.py --multirun progress=false
 
-meta-audit: $(STAMP) ## Audit the simulated models at seeds 0 and 1; false alarms and power per verdict -> $(META)/report.md
+meta-audit: $(STAMP) ## The simulated models audited, seeds 0 and 1: false alarms and power -> results/meta_audit
+	mkdir -p $(META) && date +%s > $(META)/started
 	$(PY) train.py domain=$(ARITH) && $(PY) train.py domain=$(PQ)
 	$(PY) train.py domain=$(ARITH) seed=1 domain.split_seed=1 && $(PY) train.py domain=$(PQ) seed=1 domain.split_seed=1
 	$(MAKE) --no-print-directory -j2 _meta-0 _meta-1
 	$(PY) -m contamlab.analysis.report $(META)
+	$(PY) -m contamlab.studies.meta_audit collect $(META) --wall-s $$(( $$(date +%s) - $$(cat $(META)/started) ))
+	$(PY) -m contamlab.studies.meta_audit tables
 
 _meta-0:
 	$(AUDIT) domain=$(ARITH),$(PQ) audit.target=contaminated audit.references=[clean@1] hydra.sweep.dir=$(META)/seed0

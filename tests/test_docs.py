@@ -74,7 +74,7 @@ def test_the_checker_fails_on_a_broken_link(tmp_path):
 # The pages that hold measurements (numbers, per-seed values, run times and their provenance). Every other page of
 # docs/ is a reference page: what the tool does and how to run it, with no commit hash (provenance lives in the
 # committed result artifacts and in CHANGELOG.md).
-RESULTS_PAGES = {"results.md", "results_evidence.md", "results_real_world.md", "results_audit.md", "performance.md"}
+RESULTS_PAGES = {"results.md", "results_evidence.md", "results_audit.md", "performance.md"}
 REFERENCE_PAGES = [p for p in PAGES if p.parent == REPO or p.relative_to(REPO / "docs").as_posix() not in RESULTS_PAGES]
 # A commit hash, or anything that reads as one (7 to 40 hex digits: write a large number with commas, 1,000,000).
 HEX = re.compile(r"\b[0-9a-f]{7,40}\b")

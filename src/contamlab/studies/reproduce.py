@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,8 +38,9 @@ from contamlab.analysis.results import (
     metric_rows,
     strategy_order,
 )
-from contamlab.io import atomic_write_json, atomic_write_text
-from contamlab.studies.evidence import overrides_of, with_readme_block
+from contamlab.io import atomic_write_text
+from contamlab.studies.evidence import with_readme_block
+from contamlab.studies.run_files import keep_jobs
 
 ARTIFACTS = Path("results/reproduce")
 RESULTS = Path("docs/results.md")
@@ -62,10 +62,7 @@ def markers(world: str, block: str) -> tuple[str, str]:
 
 # -- collect ----------------------------------------------------------------------------------------------------------
 def collect(run_dir: Path, world: str, out: Path = ARTIFACTS, wall_s: float | None = None) -> Path:
-    """Copy the counted jobs' files of a ``make reproduce`` run to ``out/<world>``; return that folder.
-
-    The folder is replaced as a whole (written beside it, then renamed), so an interrupted collect leaves the old one.
-    """
+    """Keep the counted jobs' files of a ``make reproduce`` run in ``out/<world>``; return that folder."""
     results = load_results(run_dir)
     if not results:
         raise SystemExit(f"{run_dir}: no results.json below it; run make reproduce first")
@@ -74,38 +71,14 @@ def collect(run_dir: Path, world: str, out: Path = ARTIFACTS, wall_s: float | No
     # a repeated job that also drew Figure 1 or 2 stays: the figures live in its results.json only
     figures = {path for path, result in results if "figure1" in result or "stability" in result}
     repeats = {old for old, _ in dropped} - figures
-    dest, partial = out / world, out / f".{world}.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    jobs = {}
-    for path, _ in sorted(results):
-        if path in repeats:
-            continue
-        rel = path.parent.relative_to(run_dir)
-        (partial / rel).mkdir(parents=True)
-        # results.json without indentation (BenBench's per-item lists triple an indented file); the CSVs as they are
-        atomic_write_json(partial / rel / "results.json", json.loads(path.read_text()), indent=None)
-        for name in KEEP[1:]:
-            if (path.parent / name).is_file():
-                shutil.copyfile(path.parent / name, partial / rel / name)
-        over = overrides_of(path.parent)
-        jobs[rel.as_posix()] = "python evaluate.py " + " ".join(f"{k}={v}" for k, v in over.items())
-    atomic_write_json(
-        partial / "run.json",
-        {
-            "command": "make reproduce" if world == DEFAULT_WORLD else f"make reproduce ARITH={world} (see Makefile)",
-            "world": world,
-            "wall_s": wall_s,
-            "jobs": jobs,
-            "repeats_dropped": sorted(old.parent.relative_to(run_dir).as_posix() for old in repeats),
-        },
-    )
-    old = out / f".{world}.old"
-    shutil.rmtree(old, ignore_errors=True)
-    if dest.exists():
-        dest.rename(old)
-    partial.rename(dest)
-    shutil.rmtree(old, ignore_errors=True)
-    return dest
+    record = {
+        "command": "make reproduce" if world == DEFAULT_WORLD else f"make reproduce ARITH={world} (see Makefile)",
+        "world": world,
+        "wall_s": wall_s,
+        "repeats_dropped": sorted(old.parent.relative_to(run_dir).as_posix() for old in repeats),
+    }
+    jobs = [path.parent for path, _ in results if path not in repeats]
+    return keep_jobs(jobs, run_dir, out / world, "evaluate.py", KEEP[1:], record)
 
 
 # -- reading the artifacts --------------------------------------------------------------------------------------------
