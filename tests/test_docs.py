@@ -211,3 +211,37 @@ def test_extending_lists_every_member_of_each_interface():
         members = {n for n in vars(cls) if (not n.startswith("_") or n in hooks) and n not in fields}
         missing = sorted(n for n in members if f"`{n}" not in rows[path])
         assert not missing, f"{path}: not in docs/extending.md's interface table: {missing}"
+
+
+# Pages whose prose quotes measurements: every number with two or three decimals in the prose must be one that a
+# generated page or block holds (a hand-copied number that no artifact gives fails here). The generated pages are
+# compared with their artifacts by each study's own test.
+GENERATED = [f"docs/results_{n}.md" for n in ("evidence", "shift", "restoration", "audit")]
+QUOTED = re.compile(r"(?<![\d.])\d\.\d{2,3}(?!\d)")
+BLOCK = re.compile(r"<!-- ([\w:]+):begin.*?-->(.*?)<!-- \1:end -->", flags=re.S)
+
+
+def _section(text: str, heading: str | None) -> str:
+    """The text under a ``## heading`` up to the next one (the whole page for None)."""
+    if heading is None:
+        return text
+    start = text.index(f"\n## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end > 0 else len(text)]
+
+
+# real_world.md's recipe quotes docs/performance.md's timings (benchmarks/results/): its evidence section only
+@pytest.mark.parametrize("page, heading", [("docs/real_world.md", "The evidence study"), ("docs/audit.md", None)])
+def test_numbers_quoted_in_the_prose_are_numbers_of_generated_tables(page, heading):
+    text = _section((REPO / page).read_text(), heading)
+    blocks = "".join(m.group(2) for m in BLOCK.finditer(text))
+    source = blocks + "".join((REPO / g).read_text() for g in GENERATED)
+    quoted = set(QUOTED.findall(BLOCK.sub("", text)))
+    assert quoted, f"{page} quotes no number: the test would prove nothing"
+    assert not {n for n in quoted if n not in source}, f"{page}: numbers no generated table holds"
+
+
+def test_the_quote_checker_finds_a_made_up_number():
+    text = "<!-- x:begin (g) -->\n| 0.662 |\n<!-- x:end -->\nLoss read 0.662 and 0.999, at 1,000 steps and 2.5 min"
+    assert set(QUOTED.findall(BLOCK.sub("", text))) == {"0.662", "0.999"}
+    assert "0.662" in "".join(m.group(2) for m in BLOCK.finditer(text))
