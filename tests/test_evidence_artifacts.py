@@ -26,7 +26,7 @@ def test_the_results_page_and_the_readme_block_are_what_the_artifacts_give():
     assert ARTIFACTS, "no artifacts: run make evidence"
     assert (REPO / evidence.PAGE).read_text() == evidence.page(ARTIFACTS)
     readme = (REPO / evidence.README).read_text()
-    assert evidence.with_readme_block(readme, evidence.readme_block(ARTIFACTS)) == readme
+    assert evidence.with_block(readme, evidence.readme_block(ARTIFACTS), evidence.BEGIN, evidence.END) == readme
 
 
 def test_each_artifact_records_where_and_how_it_ran():

@@ -34,7 +34,7 @@ def test_the_run_is_committed_with_its_command():
 def test_the_pages_block_is_what_the_artifacts_give():
     page = (REPO / meta_audit.PAGE).read_text()
     assert meta_audit.BEGIN in page
-    assert meta_audit.with_readme_block(page, meta_audit.block(FOLDER), meta_audit.BEGIN, meta_audit.END) == page
+    assert meta_audit.with_block(page, meta_audit.block(FOLDER), meta_audit.BEGIN, meta_audit.END) == page
 
 
 @pytest.mark.parametrize("path", AUDITS, ids=lambda p: "/".join(p.parts[-3:-1]))

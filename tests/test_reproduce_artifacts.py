@@ -57,7 +57,7 @@ def test_the_blocks_and_the_readme_table_are_what_the_artifacts_give():
     readme = (REPO / reproduce.README).read_text()
     begin, end = reproduce.markers(reproduce.DEFAULT_WORLD, "readme")
     block = reproduce.readme_block(found[reproduce.DEFAULT_WORLD])
-    assert reproduce.with_readme_block(readme, block, begin, end) == readme
+    assert reproduce.with_block(readme, block, begin, end) == readme
 
 
 def _blocks_and_prose(text: str) -> tuple[str, str]:

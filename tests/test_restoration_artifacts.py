@@ -39,7 +39,7 @@ def test_the_page_and_the_readme_block_are_what_the_artifacts_give():
     assert (REPO / restoration.PAGE).read_text() == restoration.page(ARTIFACTS)
     readme = (REPO / restoration.README).read_text()
     block = restoration.readme_block(ARTIFACTS)
-    assert restoration.with_readme_block(readme, block, restoration.BEGIN, restoration.END) == readme
+    assert restoration.with_block(readme, block, restoration.BEGIN, restoration.END) == readme
 
 
 @pytest.mark.parametrize("index", range(len(FILES)), ids=[p.stem for p in FILES])

@@ -7,6 +7,7 @@
 - :mod:`.blind`: the blind baseline of a benchmark against its non-members, without any model.
 - :mod:`.gsm8k_audit`: the packaged models audited on GSM8K against each non-member choice.
 - :mod:`.meta_audit`: the default world's simulated models audited as if released, verdicts against the truth.
+- :mod:`.blocks`: the generated blocks of a hand-written page, between their markers.
 - :mod:`.run_files`: a run's job files kept as an artifact folder (the copy step the studies share).
 - :mod:`.pages`: every generated page and block of the docs again, from the artifacts (``make pages``).
 

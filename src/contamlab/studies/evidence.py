@@ -26,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from contamlab.audit.nonmembers import NONMEMBER_SEED
 from contamlab.config import build_domain, compose, model_store
 from contamlab.io import atomic_write_json, atomic_write_text
 from contamlab.metrics.roc import auroc_draws
 from contamlab.metrics.seeds import two_level
+from contamlab.studies.blocks import with_block
+from contamlab.studies.run_files import overrides_of
 
 ARTIFACTS = Path("results/evidence")
 PAGE = Path("docs/results_evidence.md")
@@ -63,12 +64,6 @@ _SWEEP = re.compile(r"^(?P<model>[a-z0-9]+)-(?P<exp>[a-z_]+)-(?P<seed>\d+)-e(?P<
 
 
 # -- collect ----------------------------------------------------------------------------------------------------------
-def overrides_of(job: Path) -> dict[str, str]:
-    """A Hydra job's command-line overrides (``.hydra/overrides.yaml``) as ``{key: value}``."""
-    lines = yaml.safe_load((job / ".hydra" / "overrides.yaml").read_text()) or []
-    return dict(line.split("=", 1) for line in lines)
-
-
 def _round(value: str) -> float | None:
     return None if value == "" else float(f"{float(value):.6g}")
 
@@ -465,15 +460,6 @@ def readme_block(artifacts: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def with_readme_block(readme: str, block: str, begin: str = BEGIN, end: str = END) -> str:
-    """``readme`` with the text between the markers (by default :data:`BEGIN` and :data:`END`) replaced by ``block``."""
-    head, sep, rest = readme.partition(begin)
-    _, sep2, tail = rest.partition(end)
-    if not sep or not sep2:
-        raise ValueError(f"README.md lacks the markers {begin!r} ... {end!r}")
-    return f"{head}{begin}\n{block}\n{end}{tail}"
-
-
 def figure(artifacts: list[dict[str, Any]], path: Path) -> None:
     """AUROC against dose, a panel per detector (document view): a colour per world; contaminated solid, sham dashed."""
     import matplotlib
@@ -518,7 +504,7 @@ def tables(folder: Path = ARTIFACTS, out: Path = PAGE, fig: Path | None = FIGURE
         raise SystemExit(f"no artifacts in {folder}: run make evidence first")
     text = page(artifacts)
     atomic_write_text(out, text)
-    atomic_write_text(README, with_readme_block(README.read_text(), readme_block(artifacts)))
+    atomic_write_text(README, with_block(README.read_text(), readme_block(artifacts), BEGIN, END))
     if fig is not None:
         figure(artifacts, fig)
     return text

@@ -25,7 +25,7 @@ from typing import Any
 
 from contamlab.io import atomic_write_json, atomic_write_text
 from contamlab.studies import blind
-from contamlab.studies.evidence import with_readme_block
+from contamlab.studies.blocks import with_block
 
 ARTIFACTS = Path("results/audit_shift")
 AUDIT_PAGE = Path("docs/audit.md")
@@ -123,7 +123,7 @@ def blocks() -> dict[str, str]:
 def with_blocks(text: str, found: dict[str, str]) -> str:
     """``text`` with each generated block replaced."""
     for name, block in found.items():
-        text = with_readme_block(text, block, *markers(name))
+        text = with_block(text, block, *markers(name))
     return text
 
 

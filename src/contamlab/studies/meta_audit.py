@@ -21,7 +21,7 @@ from pathlib import Path
 from contamlab.analysis.audit import audit_results, meta_audit, target_label
 from contamlab.analysis.results import load_results
 from contamlab.io import atomic_write_text
-from contamlab.studies.evidence import with_readme_block
+from contamlab.studies.blocks import with_block
 from contamlab.studies.run_files import keep_jobs
 
 ARTIFACTS = Path("results/meta_audit")
@@ -51,7 +51,7 @@ def block(folder: Path = ARTIFACTS) -> str:
 
 def tables(folder: Path = ARTIFACTS) -> None:
     """Write docs/results_audit.md's generated block."""
-    atomic_write_text(PAGE, with_readme_block(PAGE.read_text(), block(folder), BEGIN, END))
+    atomic_write_text(PAGE, with_block(PAGE.read_text(), block(folder), BEGIN, END))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -39,7 +39,7 @@ from contamlab.analysis.results import (
     strategy_order,
 )
 from contamlab.io import atomic_write_text
-from contamlab.studies.evidence import with_readme_block
+from contamlab.studies.blocks import with_block
 from contamlab.studies.run_files import keep_jobs
 
 ARTIFACTS = Path("results/reproduce")
@@ -243,7 +243,7 @@ def with_blocks(text: str, found: dict[str, World]) -> str:
         for block in BLOCKS:
             begin, end = markers(name, block)
             if begin in text:
-                text = with_readme_block(text, BUILDERS[block](world), begin, end)
+                text = with_block(text, BUILDERS[block](world), begin, end)
     return text
 
 
@@ -254,7 +254,7 @@ def tables(folder: Path = ARTIFACTS) -> None:
         raise SystemExit(f"no {folder / DEFAULT_WORLD}: run make reproduce first")
     atomic_write_text(RESULTS, with_blocks(RESULTS.read_text(), found))
     begin, end = markers(DEFAULT_WORLD, "readme")
-    atomic_write_text(README, with_readme_block(README.read_text(), readme_block(found[DEFAULT_WORLD]), begin, end))
+    atomic_write_text(README, with_block(README.read_text(), readme_block(found[DEFAULT_WORLD]), begin, end))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

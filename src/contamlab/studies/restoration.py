@@ -33,7 +33,9 @@ from contamlab.config import build_domain, compose, model_store
 from contamlab.io import atomic_write_json, atomic_write_text
 from contamlab.metrics.gaps import metric_draws
 from contamlab.metrics.seeds import two_level_strata
-from contamlab.studies.evidence import FORMS, STAGE_FIELDS, load, overrides_of, with_readme_block
+from contamlab.studies.blocks import with_block
+from contamlab.studies.evidence import FORMS, STAGE_FIELDS, load
+from contamlab.studies.run_files import overrides_of
 
 ARTIFACTS = Path("results/restoration")
 PAGE = Path("docs/results_restoration.md")
@@ -304,7 +306,7 @@ def tables(folder: Path = ARTIFACTS, out: Path = PAGE) -> str:
         raise SystemExit(f"no artifacts in {folder}: run make restoration first")
     text = page(artifacts)
     atomic_write_text(out, text)
-    readme = with_readme_block(README.read_text(), readme_block(artifacts), BEGIN, END)
+    readme = with_block(README.read_text(), readme_block(artifacts), BEGIN, END)
     atomic_write_text(README, readme)
     return text
 

@@ -14,8 +14,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from contamlab.io import atomic_write_json
-from contamlab.studies.evidence import overrides_of
+
+
+def overrides_of(job: Path) -> dict[str, str]:
+    """A Hydra job's command-line overrides (``.hydra/overrides.yaml``) as ``{key: value}``."""
+    lines = yaml.safe_load((job / ".hydra" / "overrides.yaml").read_text()) or []
+    return dict(line.split("=", 1) for line in lines)
 
 
 def keep_jobs(
