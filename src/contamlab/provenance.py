@@ -44,10 +44,27 @@ def _version(package: str) -> str | None:
         return None
 
 
+#: Tracked paths whose changes cannot change what a run computes: prose and the committed results. A study's last step
+#: rewrites its pages and artifacts, and the next study's runs in the same checkout then still count as clean.
+NOT_CODE = ("README.md", "CHANGELOG.md", "docs/", "results/")
+
+
+def changed_paths(status: str) -> list[str]:
+    """The paths of ``git status --porcelain`` output (a rename's new path), whatever the status letters' padding."""
+    return [line.split(maxsplit=1)[1].split(" -> ")[-1] for line in status.splitlines() if line.strip()]
+
+
+def changed_code(status: str) -> list[str]:
+    """The changed tracked paths of ``git status --porcelain`` output that can change a run: not :data:`NOT_CODE`."""
+    return [p for p in changed_paths(status) if not p.startswith(NOT_CODE)]
+
+
 def run_metadata() -> dict[str, Any]:
     """Commit of the code that ran (and whether its tree had changes), package versions, Python, machine, accelerator.
 
     The commit is read from the checkout the ``contamlab`` package is imported from (None for an installed wheel).
+    ``git_dirty`` is whether a tracked file that can change the run's numbers differs from the commit (docs, the
+    README, the changelog and ``results/`` cannot: :data:`NOT_CODE`); ``git_changed`` lists every changed tracked path.
     """
     import torch
 
@@ -56,7 +73,8 @@ def run_metadata() -> dict[str, Any]:
     accelerator = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     return {
         "git_commit": _git(root, "rev-parse", "HEAD"),
-        "git_dirty": None if status is None else bool(status),
+        "git_dirty": None if status is None else bool(changed_code(status)),
+        "git_changed": None if status is None else changed_paths(status),
         "packages": {p: v for p in PACKAGES if (v := _version(p)) is not None},
         "python": sys.version.split()[0],
         "machine": {
