@@ -231,7 +231,14 @@ def _section(text: str, heading: str | None) -> str:
 
 
 # real_world.md's recipe quotes docs/performance.md's timings (benchmarks/results/): its evidence section only
-@pytest.mark.parametrize("page, heading", [("docs/real_world.md", "The evidence study"), ("docs/audit.md", None)])
+@pytest.mark.parametrize(
+    "page, heading",
+    [
+        ("docs/real_world.md", "The evidence study"),
+        ("docs/audit.md", None),
+        ("docs/results.md", "A real LM: SmolLM2-135M"),
+    ],
+)
 def test_numbers_quoted_in_the_prose_are_numbers_of_generated_tables(page, heading):
     text = _section((REPO / page).read_text(), heading)
     blocks = "".join(m.group(2) for m in BLOCK.finditer(text))
