@@ -302,3 +302,14 @@ def test_headline_of_a_whole_study_has_one_row_per_strategy(tmp_path):
     rows = [line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| ")][1:]
     assert rows == ["identity", "lne", "railcap"]
     assert "| railcap | 0.190 [0.180, 0.200] | 0.070 |" in text and "0.990" not in text
+
+
+def test_the_rank_reversal_says_so_when_one_strategy_is_best_under_both():
+    from contamlab.analysis.claims import Setting, _rank_reversal
+
+    def row(name: str, g_ap: float, sa_ppg: float) -> dict:
+        return {"strategy_name": name, "label": name, "all/g_ap": g_ap, "all/sa_ppg": sa_ppg, "job": ""}
+
+    main = [row("identity", 0.2, 0.3), row("ted", 0.1, 0.28), row("lne", 0.05, 0.25)]
+    text, holds = _rank_reversal(Setting(main, [], None, None))
+    assert not holds and text.endswith("the same strategy under both") and "−" not in text

@@ -132,11 +132,12 @@ def _rank_reversal(s: Setting) -> tuple[str, bool] | None:
     if len(s.strategies) < 3:
         return None
     best_gap, best_sa = _ranked(s.main, "g_ap")[0], s.strategies[0]
-    diff = paired_sappg(best_gap, best_sa) if best_gap is not best_sa else None
-    text = (
-        f"G-AP best: {best_gap['label']} ({_v(best_gap, 'g_ap')}); SA-PPG best: {best_sa['label']} "
-        f"({_v(best_sa, 'sa_ppg')}); SA-PPG({best_gap['label']}) − SA-PPG({best_sa['label']}) = {_diff(diff)}"
-    )
+    text = f"G-AP best: {best_gap['label']} ({_v(best_gap, 'g_ap')}); SA-PPG best: {best_sa['label']} "
+    text += f"({_v(best_sa, 'sa_ppg')})"
+    if best_gap is best_sa:  # one strategy best under both: nothing to reverse
+        return text + "; the same strategy under both", False
+    diff = paired_sappg(best_gap, best_sa)
+    text += f"; SA-PPG({best_gap['label']}) − SA-PPG({best_sa['label']}) = {_diff(diff)}"
     return text, diff is not None and diff[1] > 0
 
 
