@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from contamlab.analysis.markdown import table
 from contamlab.analysis.transparency_card import render_markdown
 from contamlab.models.reference import ModelRef
 
@@ -39,11 +40,6 @@ def _flag(flagged: Any) -> str:
 def _flag_or_why(v: dict[str, Any]) -> str:
     """The flag, or for a reading left unread for want of items, why (a table without a verdict column says so)."""
     return v["verdict"] if v["flagged"] is None and v["verdict"].startswith("too few items") else _flag(v["flagged"])
-
-
-def _table(header: list[str], body: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
 
 
 def _error_rates(v: dict[str, Any]) -> list[str]:
@@ -71,7 +67,7 @@ def verdict_table(verdicts: Sequence[dict[str, Any]]) -> str:
         for v in verdicts
     ]
     header = ["reading", "statistic", "value [95% CI]", "p", "verdict", "flag"]
-    return _table(header + (["split null (level check)", "power (twins)"] if measured else []), body)
+    return table(header + (["split null (level check)", "power (twins)"] if measured else []), body)
 
 
 def _error_rates_note(audit: dict[str, Any]) -> list[str]:
@@ -217,7 +213,7 @@ def leaderboard(audits: Sequence[dict[str, Any]]) -> str:
             body.append(
                 [target_label(r), r["audit"]["benchmark"], v["name"], _interval(v), _p(v["p_value"]), _flag_or_why(v)]
             )
-    return _table(["model", "benchmark", "reading", "value [95% CI]", "p", "flag"], body)
+    return table(["model", "benchmark", "reading", "value [95% CI]", "p", "flag"], body)
 
 
 def timing_table(audits: Sequence[dict[str, Any]]) -> str:
@@ -236,7 +232,7 @@ def timing_table(audits: Sequence[dict[str, Any]]) -> str:
             if "wall_s" in d
         )
         body.append([target_label(r), r["audit"]["benchmark"], f"{scored:.0f}", f"{r['timings']['wall_s']:.0f}", per])
-    return _table(["model", "benchmark", "target's detectors (s)", "job wall (s)", "per detector (s)"], body)
+    return table(["model", "benchmark", "target's detectors (s)", "job wall (s)", "per detector (s)"], body)
 
 
 def meta_audit(audits: Sequence[dict[str, Any]]) -> str | None:
@@ -279,7 +275,7 @@ def meta_audit(audits: Sequence[dict[str, Any]]) -> str | None:
         "power (question reworded, solution verbatim)",
         "assessment",
     ]
-    return _table(header, body)
+    return table(header, body)
 
 
 def error_rate_table(audits: Sequence[dict[str, Any]]) -> str | None:
@@ -344,7 +340,7 @@ def error_rate_table(audits: Sequence[dict[str, Any]]) -> str | None:
         "split null (level check): flagged splits per audit",
         "twins flagged (first dose)",
     ]
-    return _table(header, body)
+    return table(header, body)
 
 
 def _trust(g: dict[str, list[int]]) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from contamlab.analysis.markdown import difference_cell, metric_cell
 from contamlab.metrics import paired_difference
 
 REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE = "reproduced", "not reproduced", "not testable here"
@@ -132,12 +133,12 @@ def _rank_reversal(s: Setting) -> tuple[str, bool] | None:
     if len(s.strategies) < 3:
         return None
     best_gap, best_sa = _ranked(s.main, "g_ap")[0], s.strategies[0]
-    text = f"G-AP best: {best_gap['label']} ({_v(best_gap, 'g_ap')}); SA-PPG best: {best_sa['label']} "
-    text += f"({_v(best_sa, 'sa_ppg')})"
+    text = f"G-AP best: {best_gap['label']} ({metric_cell(best_gap, 'g_ap')}); SA-PPG best: {best_sa['label']} "
+    text += f"({metric_cell(best_sa, 'sa_ppg')})"
     if best_gap is best_sa:  # one strategy best under both: nothing to reverse
         return text + "; the same strategy under both", False
     diff = paired_sappg(best_gap, best_sa)
-    text += f"; SA-PPG({best_gap['label']}) − SA-PPG({best_sa['label']}) = {_diff(diff)}"
+    text += f"; SA-PPG({best_gap['label']}) − SA-PPG({best_sa['label']}) = {difference_cell(diff)}"
     return text, diff is not None and diff[1] > 0
 
 
@@ -149,7 +150,8 @@ def _lne_best_under_gap(s: Setting) -> tuple[str, bool] | None:
     gap_rank = [r["strategy_name"] for r in _ranked(s.main, "g_ap")].index("lne") + 1
     sa_rank = [r["strategy_name"] for r in s.strategies].index("lne") + 1
     text = (
-        f"G-AP rank {gap_rank} of {len(s.strategies)} ({_v(lne, 'g_ap')}); SA-PPG rank {sa_rank} ({_v(lne, 'sa_ppg')})"
+        f"G-AP rank {gap_rank} of {len(s.strategies)} ({metric_cell(lne, 'g_ap')}); "
+        f"SA-PPG rank {sa_rank} ({metric_cell(lne, 'sa_ppg')})"
     )
     return text, gap_rank == 1 and sa_rank > 1
 
@@ -161,7 +163,8 @@ def _all_zero(s: Setting) -> tuple[str, bool] | None:
     zero, ident = s.by["all_zero"], s.by["identity"]
     worst = max((r for r in s.main if r["strategy_name"] != "clean_2nd"), key=lambda r: r["all/sa_ppg"])
     text = (
-        f"A-PPG {_v(zero, 'a_ppg')} vs Identity {_v(ident, 'a_ppg')}; SA-PPG {_v(zero, 'sa_ppg')} "
+        f"A-PPG {metric_cell(zero, 'a_ppg')} vs Identity {metric_cell(ident, 'a_ppg')}; "
+        f"SA-PPG {metric_cell(zero, 'sa_ppg')} "
         f"(worst: {worst['label']})"
     )
     return text, zero["all/a_ppg"] < ident["all/a_ppg"] and worst is zero
@@ -174,7 +177,7 @@ def _railcap_lowest(s: Setting) -> tuple[str, bool] | None:
     railcap = s.by["railcap"]
     runner = [r for r in s.strategies if r["strategy_name"] != "railcap"][0]
     diff = paired_sappg(runner, railcap)
-    text = f"RailCap {_v(railcap, 'sa_ppg')}; {runner['label']} − RailCap = {_diff(diff)}"
+    text = f"RailCap {metric_cell(railcap, 'sa_ppg')}; {runner['label']} − RailCap = {difference_cell(diff)}"
     return text, s.strategies[0]["strategy_name"] == "railcap" and diff is not None and diff[1] > 0
 
 
@@ -187,9 +190,9 @@ def _n_trade(s: Setting) -> tuple[str, bool] | None:
     plus = paired_sappg(n4, n1, metric="s_delta_plus")  # residual contamination grows with n
     minus = paired_sappg(n1, n4, metric="s_delta_minus")  # collateral damage shrinks with n
     text = (
-        f"n = 1: {_v(n1, 's_delta_plus', False)}, {_v(n1, 's_delta_minus', False)}; "
-        f"n = 4: {_v(n4, 's_delta_plus', False)}, {_v(n4, 's_delta_minus', False)}; "
-        f"S-Δ⁺ rise {_diff(plus)}, S-Δ⁻ fall {_diff(minus)}"
+        f"n = 1: {metric_cell(n1, 's_delta_plus', False)}, {metric_cell(n1, 's_delta_minus', False)}; "
+        f"n = 4: {metric_cell(n4, 's_delta_plus', False)}, {metric_cell(n4, 's_delta_minus', False)}; "
+        f"S-Δ⁺ rise {difference_cell(plus)}, S-Δ⁻ fall {difference_cell(minus)}"
     )
     return text, plus is not None and minus is not None and plus[1] > 0 and minus[1] > 0
 
@@ -205,7 +208,7 @@ def _flat_over_n(s: Setting) -> tuple[str, bool] | None:
     diff = paired_sappg(worst, best)
     text = (
         f"SA-PPG {min(values):.3f}–{max(values):.3f} (best n = {best.get('n')}); "
-        f"n = {worst.get('n')} − n = {best.get('n')} = {_diff(diff)}"
+        f"n = {worst.get('n')} − n = {best.get('n')} = {difference_cell(diff)}"
     )
     return text, diff is not None and diff[1] <= 0  # the spread is inside the paired noise
 
@@ -217,7 +220,8 @@ def _ban_worse_than_cap(s: Setting) -> tuple[str, bool] | None:
         return None
     cap = s.cap[4]
     diff = paired_sappg(ban, cap)
-    text = f"ban {_v(ban, 'sa_ppg', False)} vs cap {_v(cap, 'sa_ppg', False)}: {_diff(diff)}"
+    text = f"ban {metric_cell(ban, 'sa_ppg', False)} vs cap {metric_cell(cap, 'sa_ppg', False)}: "
+    text += difference_cell(diff)
     return text, diff is not None and diff[1] > 0
 
 
@@ -227,7 +231,8 @@ def _ted_like_identity(s: Setting) -> tuple[str, bool] | None:
         return None
     ted, ident = s.by["ted"], s.by["identity"]
     diff = paired_sappg(ted, ident)
-    text = f"TED {_v(ted, 'sa_ppg')}, Identity {_v(ident, 'sa_ppg')}; difference {_diff(diff)}"
+    text = f"TED {metric_cell(ted, 'sa_ppg')}, Identity {metric_cell(ident, 'sa_ppg')}; "
+    text += f"difference {difference_cell(diff)}"
     return text, diff is not None and diff[1] >= -0.02 and diff[2] <= 0.02
 
 
@@ -475,17 +480,6 @@ def paired_sappg(
     if not np.allclose(qa["r_clean"], qb["r_clean"]):
         return None  # different clean batches: not a paired comparison
     return paired_difference(qa["r_strategy"], qb["r_strategy"], qa["r_clean"], bins, qa["bin"], metric)
-
-
-def _v(row: dict[str, Any], key: str, ci: bool = True) -> str:
-    value, lo, hi = row.get(f"all/{key}"), row.get(f"all/{key}_lo"), row.get(f"all/{key}_hi")
-    if value is None:
-        return "–"
-    return f"{value:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if ci and lo is not None else "")
-
-
-def _diff(d: tuple[float, float, float] | None) -> str:
-    return "–" if d is None else f"{d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}]"
 
 
 def _ranked(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:

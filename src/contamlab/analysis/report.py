@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from contamlab.analysis.markdown import table
 from contamlab.analysis.results import (
     FLOOR,
     FLOOR_LABEL,
@@ -46,12 +47,6 @@ def _fmt(row: dict[str, Any], key: str, ci: bool = True) -> str:
         return ""
     lo, hi = row.get(f"{key}_lo"), row.get(f"{key}_hi")
     return f"{value:.4f}" + (f" [{lo:.3f}, {hi:.3f}]" if ci and lo is not None else "")
-
-
-def _table(header: list[str], body: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cells) + " |" for cells in body]
-    return "\n".join(lines)
 
 
 def _ranks(values: list[float]) -> list[int]:
@@ -80,14 +75,14 @@ def table1(rows: list[dict[str, Any]]) -> str:
         ]
         for r in rows
     ]
-    return _table(["strategy", "G-AP", "rank", "SA-PPG", "rank"], body)
+    return table(["strategy", "G-AP", "rank", "SA-PPG", "rank"], body)
 
 
 def table2(rows: list[dict[str, Any]]) -> str:
     """Δ⁺, Δ⁻, A-PPG, G-APP, SA-PPG per strategy: where G-AP hides the error (cancellation, uniform weighting)."""
     keys = ("delta_plus", "delta_minus", "a_ppg", "g_app", "sa_ppg")
     body = [[r["label"], *(_fmt(r, f"all/{k}", ci=False) for k in keys)] for r in rows]
-    return _table(["strategy", "Δ⁺", "Δ⁻", "A-PPG", "G-APP", "SA-PPG"], body)
+    return table(["strategy", "Δ⁺", "Δ⁻", "A-PPG", "G-APP", "SA-PPG"], body)
 
 
 BEATS_RULE = (
@@ -173,8 +168,8 @@ def table3(rows: list[dict[str, Any]]) -> str:
             text = "" if value is None else f"{value:.4f}"
             cells.append(f"**{text}**" if value is not None and bold.get(s) == name else text)
         body.append([name, *cells])
-    table = _table(["strategy", *(f"{m} × {d}" for m, d in settings)], body)
-    return "\n".join([table, "", BEATS_RULE, *([""] + notes if notes else [])])
+    grid = table(["strategy", *(f"{m} × {d}" for m, d in settings)], body)
+    return "\n".join([grid, "", BEATS_RULE, *([""] + notes if notes else [])])
 
 
 def table4(railcap: list[dict[str, Any]], all_zero: dict[str, Any] | None, floor: dict[str, Any] | None = None) -> str:
@@ -191,7 +186,7 @@ def table4(railcap: list[dict[str, Any]], all_zero: dict[str, Any] | None, floor
         body.append(["All-Zero", *(_fmt(all_zero, f"all/{k}", ci=False) for k in keys)])
     if floor is not None:
         body.append([FLOOR_LABEL, *(_fmt(floor, f"all/{k}", ci=False) for k in keys)])
-    return _table(["RailCap", "SA-PPG", "S-Δ⁺", "S-Δ⁻"], body)
+    return table(["RailCap", "SA-PPG", "S-Δ⁺", "S-Δ⁻"], body)
 
 
 def split_table(rows: list[dict[str, Any]]) -> str:
@@ -201,7 +196,7 @@ def split_table(rows: list[dict[str, Any]]) -> str:
         + [_fmt(r, f"{g}/s_delta_minus", ci=False) for g in ("leaked", "unleaked")]
         for r in rows
     ]
-    return _table(["strategy", "SA-PPG all", "leaked", "unleaked", "S-Δ⁻ leaked", "S-Δ⁻ unleaked"], body)
+    return table(["strategy", "SA-PPG all", "leaked", "unleaked", "S-Δ⁻ leaked", "S-Δ⁻ unleaked"], body)
 
 
 def clean_bins_table(per_bin: list[dict[str, Any]], bins: int) -> str:
@@ -218,7 +213,7 @@ def clean_bins_table(per_bin: list[dict[str, Any]], bins: int) -> str:
         edge = "]" if row["hi"] >= 1 else ")"  # the last bin holds r̂ = 1
         body.append([f"[{row['lo']:.2f}, {row['hi']:.2f}{edge}", str(row["n"]), f"{row['mean_r_clean']:.3f}"])
     head = f"{total} questions in {len(per_bin)} of the {bins} bins of the clean solve probability."
-    return head + "\n\n" + _table(["clean r̂ bin", "questions", "mean clean r̂"], body)
+    return head + "\n\n" + table(["clean r̂ bin", "questions", "mean clean r̂"], body)
 
 
 def survival_table(root: Path) -> str | None:
@@ -251,7 +246,7 @@ def survival_table(root: Path) -> str | None:
     if not body:
         return None
     header = ["model × domain", "model", "greedy accuracy", "branches still correct", "survival (95 % Wilson)"]
-    return _table(header, body)
+    return table(header, body)
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -368,7 +363,7 @@ def _figure_sections(results: list[tuple[Path, dict[str, Any]]], root: Path) -> 
                     ]
                 )
         header = ["setting", "group", "ROUGE-L to greedy", "divergence steps", "rank-2 share", "median rank"]
-        lines += [_table(header, body), ""]
+        lines += [table(header, body), ""]
         for path, r in fig1:
             png = path.parent / "figures" / "figure1.png"
             if png.exists():
@@ -385,7 +380,7 @@ def _figure_sections(results: list[tuple[Path, dict[str, Any]]], root: Path) -> 
             ]
             for _, r in fig2
         ]
-        lines += [_table(["setting", "m", "mean gap r⁰¹ (m = 1)", "mean gap r̂"], body), ""]
+        lines += [table(["setting", "m", "mean gap r⁰¹ (m = 1)", "mean gap r̂"], body), ""]
         for path, r in fig2:
             png = path.parent / "figures" / "figure2.png"
             if png.exists():

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from contamlab.analysis.markdown import table
 from contamlab.io import atomic_write_json, atomic_write_text
 from contamlab.studies import blind
 from contamlab.studies.blocks import with_block
@@ -86,7 +87,7 @@ def _why(verdict: dict[str, Any]) -> str:
 def readings(results: list[dict[str, Any]]) -> str:
     """The table of the audits: blind AUROC, each reading's AUROC, the shift null's false alarms, the verdicts."""
     header = ["model", "non-members", "blind AUROC", *READINGS.values(), "shift null: false alarms", "verdicts"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    body = []
     for result in results:
         model, choice = _key(result)
         audit = result["audit"]
@@ -110,8 +111,8 @@ def readings(results: list[dict[str, Any]]) -> str:
             alarms,
             verdicts,
         ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        body.append(cells)
+    return table(header, body)
 
 
 def blocks() -> dict[str, str]:

@@ -28,6 +28,7 @@ from typing import Any
 
 from contamlab.analysis.claims import claims, paired_sappg
 from contamlab.analysis.detectors import comparison_lines, leaderboard, leak_form, unique_detections
+from contamlab.analysis.markdown import difference_cell, metric_cell, table
 from contamlab.analysis.report import table4
 from contamlab.analysis.results import (
     FLOOR,
@@ -111,22 +112,6 @@ class World:
         return next((r[name] for _, r in self.results if name in r and r["config"]["domain"]["name"] == domain), None)
 
 
-def _v(row: dict[str, Any] | None, key: str, ci: bool = False) -> str:
-    if row is None or row.get(f"all/{key}") is None:
-        return ""
-    text = f"{row[f'all/{key}']:.3f}"
-    lo, hi = row.get(f"all/{key}_lo"), row.get(f"all/{key}_hi")
-    return text + (f" [{lo:.3f}, {hi:.3f}]" if ci and lo is not None else "")
-
-
-def _table(header: list[str], body: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(b) + " |" for b in body)]
-
-
-def _diff(d: tuple[float, float, float] | None) -> str:
-    return "" if d is None else f"{d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}]"
-
-
 # -- the blocks -------------------------------------------------------------------------------------------------------
 def strategies(world: World) -> str:
     """Tables 1–2 in one: each strategy's metrics on the verbatim leak, SA-PPG on each leak, paired vs Identity."""
@@ -135,31 +120,35 @@ def strategies(world: World) -> str:
     labels = [r["label"] for r in world.main(first)]
     keys = ("g_ap", "g_app", "delta_plus", "delta_minus", "a_ppg")
     wall = world.run["wall_s"]
-    lines = [f"{len(world.run['jobs'])} jobs; the study's wall time {wall // 60:.0f} min {wall % 60:.0f} s.", ""]
     header = ["strategy", "G-AP", "G-APP", "Δ⁺", "Δ⁻", "A-PPG", *(f"SA-PPG {d}" for d in world.domains)]
     body = [
-        [label, *(_v(by[first][label], k) for k in keys), *(_v(by[d].get(label), "sa_ppg", ci=True) for d in by)]
+        [label, *(metric_cell(by[first][label], k, ci=False) for k in keys)]
+        + [metric_cell(by[d].get(label), "sa_ppg") for d in by]
         for label in labels
-    ]
-    lines += _table(header, body)
-    lines += [
-        "",
-        f"(G-AP to A-PPG on {first}.) Identity − strategy on SA-PPG, paired (same questions, same clean batch; 95 % "
-        "stratified paired bootstrap):",
-        "",
     ]
     # the floor and All-Zero are references, not strategies (and the floor has no job of its own to pair with)
     compared = [n for n in labels if n not in ("identity", "all_zero", FLOOR_LABEL)]
-    cells = [
-        [n, *(_diff(paired_sappg(by[d]["identity"], by[d][n])) if n in by[d] else "" for d in by)] for n in compared
+    paired = [
+        [n, *(difference_cell(paired_sappg(by[d]["identity"], by[d][n])) if n in by[d] else "" for d in by)]
+        for n in compared
     ]
-    lines += _table(["strategy", *(f"Identity − strategy, {d}" for d in world.domains)], cells)
-    lines += ["", f"SA-PPG on the leaked and the unleaked questions ({first}):", ""]
-    lines += _table(
-        ["strategy", "leaked", "unleaked"],
-        [[r["label"], f"{r['leaked/sa_ppg']:.3f}", f"{r['unleaked/sa_ppg']:.3f}"] for r in world.main(first)],
+    split = [[r["label"], f"{r['leaked/sa_ppg']:.3f}", f"{r['unleaked/sa_ppg']:.3f}"] for r in world.main(first)]
+    return "\n".join(
+        [
+            f"{len(world.run['jobs'])} jobs; the study's wall time {wall // 60:.0f} min {wall % 60:.0f} s.",
+            "",
+            table(header, body),
+            "",
+            f"(G-AP to A-PPG on {first}.) Identity − strategy on SA-PPG, paired (same questions, same clean batch; "
+            "95 % stratified paired bootstrap):",
+            "",
+            table(["strategy", *(f"Identity − strategy, {d}" for d in world.domains)], paired),
+            "",
+            f"SA-PPG on the leaked and the unleaked questions ({first}):",
+            "",
+            table(["strategy", "leaked", "unleaked"], split),
+        ]
     )
-    return "\n".join(lines)
 
 
 def ablation(world: World) -> str:
@@ -184,7 +173,7 @@ def claims_block(world: World) -> str:
         for row in rows:
             cells += [row[2], row[3]]
         body.append(cells)
-    return "\n".join(_table(header, body))
+    return table(header, body)
 
 
 def figures(world: World) -> str:
@@ -195,7 +184,7 @@ def figures(world: World) -> str:
         for group in ("leaked", "unleaked") if fig1 else ():
             s = fig1[group]
             body.append([d, group, f"{s['rouge_l_mean']:.3f}", str(s["divergence_steps"]), f"{s['rank2_share']:.2f}"])
-    lines = _table(["domain", "group", "ROUGE-L to greedy", "divergence steps", "runner-up share"], body)
+    lines = [table(["domain", "group", "ROUGE-L to greedy", "divergence steps", "runner-up share"], body)]
     for d in world.domains:
         st = world.block(d, "stability")
         if st:
@@ -216,11 +205,18 @@ def detectors(world: World) -> str:
 def readme_block(world: World) -> str:
     """The README's table: SA-PPG with its interval and Δ⁺ / Δ⁻ per strategy, on the verbatim leak."""
     rows = [r for r in world.main(world.domains[0]) if r["strategy_name"] != "all_zero"]  # a reference, 0.500
-    body = [[r["label"], _v(r, "sa_ppg", ci=True), f"{_v(r, 'delta_plus')} / {_v(r, 'delta_minus')}"] for r in rows]
+    body = [
+        [
+            r["label"],
+            metric_cell(r, "sa_ppg"),
+            f"{metric_cell(r, 'delta_plus', False)} / {metric_cell(r, 'delta_minus', False)}",
+        ]
+        for r in rows
+    ]
     for row in body:
         if row[0] == "Clean, 2nd batch":
             row[0] += " (noise floor)"
-    return "\n".join(_table(["strategy", "SA-PPG", "Δ⁺ / Δ⁻"], body))
+    return table(["strategy", "SA-PPG", "Δ⁺ / Δ⁻"], body)
 
 
 BUILDERS = {
