@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers.oracles import plain_metrics
 from sklearn.metrics import roc_auc_score
 
 from contamlab.studies import reproduce
@@ -28,19 +29,6 @@ JOBS = sorted(FOLDER.glob("*/*/*/results.json"))
 def _csv(path: Path) -> list[dict[str, str]]:
     with path.open() as f:
         return list(csv.DictReader(f))
-
-
-def plain_metrics(r_s: list[float], r_c: list[float], bins: list[int]) -> dict[str, float]:
-    """Eq. 8, 9 and 13 of "Zero Gap Is Not Restoration" as loops over questions."""
-    n = len(r_s)
-    by_bin: dict[int, list[float]] = {}
-    for a, c, b in zip(r_s, r_c, bins):
-        by_bin.setdefault(b, []).append(abs(a - c))
-    return {
-        "sa_ppg": sum(sum(v) / len(v) for v in by_bin.values()) / len(by_bin),
-        "delta_plus": sum(max(a - c, 0.0) for a, c in zip(r_s, r_c)) / n,
-        "delta_minus": sum(max(c - a, 0.0) for a, c in zip(r_s, r_c)) / n,
-    }
 
 
 def test_the_default_world_is_committed():

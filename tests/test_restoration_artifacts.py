@@ -12,26 +12,13 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers.oracles import plain_metrics
 
 from contamlab.studies import restoration
 
 REPO = Path(__file__).resolve().parents[1]
 FILES = sorted((REPO / restoration.ARTIFACTS).glob("*.json"))
 ARTIFACTS = [json.loads(p.read_text()) for p in FILES]
-
-
-def plain_metrics(r_s: list[float], r_c: list[float], bins: list[int], r01_s: list[int], r01_c: list[int]) -> dict:
-    """Eq. 2, 8, 9 and 13 of "Zero Gap Is Not Restoration" as loops over questions."""
-    n = len(r_s)
-    by_bin: dict[int, list[float]] = {}
-    for a, c, b in zip(r_s, r_c, bins):
-        by_bin.setdefault(b, []).append(abs(a - c))
-    return {
-        "sa_ppg": sum(sum(v) / len(v) for v in by_bin.values()) / len(by_bin),
-        "delta_plus": sum(max(a - c, 0.0) for a, c in zip(r_s, r_c)) / n,
-        "delta_minus": sum(max(c - a, 0.0) for a, c in zip(r_s, r_c)) / n,
-        "g_ap": abs(sum(r01_s) - sum(r01_c)) / n,
-    }
 
 
 def test_the_page_and_the_readme_block_are_what_the_artifacts_give():
