@@ -22,7 +22,7 @@ from contamlab.analysis.audit import audit_results, meta_audit, target_label
 from contamlab.analysis.results import load_results
 from contamlab.io import atomic_write_text
 from contamlab.studies.blocks import with_block
-from contamlab.studies.run_files import keep_jobs
+from contamlab.studies.run_files import keep_jobs, load_kept
 
 ARTIFACTS = Path("results/meta_audit")
 PAGE = Path("docs/results_audit.md")
@@ -42,7 +42,7 @@ def collect(run_dir: Path, out: Path = ARTIFACTS, wall_s: float | None = None) -
 
 def block(folder: Path = ARTIFACTS) -> str:
     """The page's block: the audited models, then each reading's false alarms and power (flagged / models)."""
-    audits = audit_results(sorted(load_results(folder), key=lambda item: str(item[0])))
+    audits = audit_results(load_kept(folder))
     if not audits:
         raise SystemExit(f"no audits in {folder}: run make meta-audit first")
     models = ", ".join(sorted({f"{target_label(r)} on {r['audit']['benchmark']}" for r in audits}))

@@ -41,7 +41,7 @@ from contamlab.analysis.results import (
 )
 from contamlab.io import atomic_write_text
 from contamlab.studies.blocks import with_block
-from contamlab.studies.run_files import keep_jobs
+from contamlab.studies.run_files import keep_jobs, load_kept
 
 ARTIFACTS = Path("results/reproduce")
 RESULTS = Path("docs/results.md")
@@ -87,8 +87,7 @@ class World:
     """One world's committed jobs, read as the report reads a run: rows per (domain), main rows, detections."""
 
     def __init__(self, folder: Path):
-        # sorted by path: the files' mtimes (load_results' order) are those of a checkout, not of the run
-        self.results = sorted(load_results(folder), key=lambda item: str(item[0]))
+        self.results = load_kept(folder)
         if not self.results:
             raise SystemExit(f"{folder}: no results.json; run make reproduce, then collect")
         self.rows = metric_rows(self.results)

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from contamlab.analysis.results import load_results
 from contamlab.io import atomic_write_json
 
 
@@ -67,3 +68,12 @@ def keep_jobs(
     partial.rename(dest)
     shutil.rmtree(old, ignore_errors=True)
     return dest
+
+
+def load_kept(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Every ``results.json`` of a kept folder, in path order.
+
+    Not :func:`load_results`' newest-first order: a checkout's file times are those of the checkout, not of the run,
+    and a table read from the folder must come out the same on every clone.
+    """
+    return sorted(load_results(folder), key=lambda item: str(item[0]))
