@@ -441,10 +441,15 @@ shift-null-seeds: $(STAMP) ## The shift null on SmolLM2 at seeds 1 and 2 (10 aud
 			model=smollm2 seed=$$seed || exit 1; done
 	$(PY) -m contamlab.studies.shift tables
 
-shift-null-gemma3: $(STAMP) ## The shift null on Gemma-3-270m (10 audits, seed 0) -> results/shift/gemma3.json (about 1 h)
-	$(PY) train.py experiment=real_world model=gemma3 seed=0 trainer.enable_progress_bar=false \
-		hydra.run.dir=$(SN)/train/gemma3
-	$(SN_RUN) --out results/shift/gemma3.json --draws $(SN_GEMMA3_DRAWS) experiment=real_world model=gemma3
+SN_GEMMA3_SEEDS ?= 0 1 2
+
+shift-null-gemma3: $(STAMP) ## The shift null on Gemma-3-270m (10 audits a seed, seeds 0-2) -> results/shift/ (about 50 min a seed)
+	for seed in $(SN_GEMMA3_SEEDS); do \
+		$(PY) train.py experiment=real_world model=gemma3 seed=$$seed trainer.enable_progress_bar=false \
+			hydra.run.dir=$(SN)/train/gemma3-$$seed || exit 1; \
+		out=results/shift/gemma3-seed$$seed.json; if [ $$seed = 0 ]; then out=results/shift/gemma3.json; fi; \
+		$(SN_RUN) --out $$out --draws $(SN_GEMMA3_DRAWS) --choice experiment=real_world model=gemma3 seed=$$seed \
+			|| exit 1; done
 	$(PY) -m contamlab.studies.shift tables
 
 # A .partial stage directory is a training run that was killed and never resumed (or is still running): skip its runs.
