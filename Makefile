@@ -395,6 +395,23 @@ RS_DOSE ?= 8
 RS_STRATEGIES ?= identity,railcap
 RS_ARGS ?=        # overrides for every job
 
+# G-AP along the dose curve (docs/real_world.md, H6 of the analysis plan): per world of RD_WORLDS (model:experiment)
+# and seed, one constant-rate leak run saved after 1, 2 and 4 epochs on its way to 8 (the evidence study's snapshots),
+# then Identity at m = RD_M at each dose with the noise floor; its artifacts join results/restoration.
+RD ?= outputs/dose_gap
+RD_SEEDS ?= 0 1 2
+RD_M ?= 4
+RD_WORLDS ?= tiny:evidence_tiny smollm2:real_world
+
+dose-gap: $(STAMP) ## G-AP along the dose curve: Identity at m = 4, 1-8 epochs, tiny world and SmolLM2, seeds 0-2 (about 1 h)
+	for world in $(RD_WORLDS); do model=$${world%%:*}; exp=$${world#*:}; for seed in $(RD_SEEDS); do \
+		$(PY) train.py experiment=$$exp model=$$model seed=$$seed domain.leak_epochs=8 snapshots=$(EV_SNAP8) \
+			sham=false trainer.enable_progress_bar=false hydra.run.dir=$(RD)/train/$$model-$$seed || exit 1; \
+		$(EVAL) experiment=$$exp model=$$model seed=$$seed m=$(RD_M) domain.leak_epochs=1,2,4,8 sham=false \
+			strategy=identity hydra.sweep.dir=$(RD)/eval/$$model-$$seed || exit 1; done; done
+	$(PY) -m contamlab.studies.restoration collect $(RD) --out results/restoration
+	$(PY) -m contamlab.studies.restoration tables
+
 pages: $(STAMP) ## Every generated page and table of README.md and docs/ again, from the artifacts under results/
 	$(PY) -m contamlab.studies.pages
 
@@ -463,5 +480,5 @@ clean: ## Remove outputs, caches and the virtual environment
 	rm -rf outputs multirun .pytest_cache .ruff_cache $(VENV)
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-.PHONY: gsm8k-audit pages restoration restoration-report shift-null shift-null-gemma3 shift-null-seeds evidence evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 evidence-report help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
+.PHONY: dose-gap gsm8k-audit pages restoration restoration-report shift-null shift-null-gemma3 shift-null-seeds evidence evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 evidence-report help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
 	_repro-arith_pq reproduce-profile meta-audit _meta-0 _meta-1 real-audit real-audit-error-rates real-world real-world-error-rates bench bench-smollm2 smollm2-run sync wandb-report clean

@@ -86,21 +86,32 @@ def _read_job(job: Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
     return results["strategy"]["name"], cols, results
 
 
-def _train_record(train_dir: Path) -> tuple[dict[str, Any], list[str]]:
-    """The trained stages' cost and identity, and the seed's test questions, through the train run's own config."""
+def _train_record(train_dir: Path, dose: int) -> tuple[dict[str, Any], list[str]]:
+    """The trained stages' cost and identity at ``dose`` leak epochs, and the seed's test questions.
+
+    Read through the train run's own config; a run that saved snapshots (``snapshots=[1,2,4]``) gives each dose's
+    contaminated stage (a snapshot records the run it was taken from in ``snapshot_of``).
+    """
     over = overrides_of(train_dir)
-    cfg = compose("train", [f"{k}={v}" for k, v in over.items() if k != "hydra.run.dir"])
+    kept = [f"{k}={v}" for k, v in over.items() if k not in ("hydra.run.dir", "snapshots", "domain.leak_epochs")]
+    cfg = compose("train", [*kept, f"domain.leak_epochs={dose}"])
     store, domain = model_store(cfg), build_domain(cfg.domain)
     out: dict[str, Any] = {"command": "python train.py " + " ".join(f"{k}={v}" for k, v in over.items())}
     for stage in ("clean", "contaminated"):
         summary = json.loads((store.stage_dir(domain, stage) / "train_summary.json").read_text())
         out[stage] = {k: summary.get(k) for k in STAGE_FIELDS}
+        if summary.get("snapshot_of"):
+            out[stage]["snapshot_of"] = summary["snapshot_of"]
         out.setdefault("run", summary["run"])
     return out, [q.question for q in domain.test]
 
 
 def collect(run_dir: Path, out: Path) -> list[Path]:
-    """Write one artifact per ``eval/<model>-<seed>`` sweep of a ``make restoration`` run; return the files."""
+    """Write one artifact per (model, seed, dose, m) of a ``make restoration`` or ``make dose-gap`` run.
+
+    Each ``eval/<model>-<seed>`` sweep may hold several doses and sample counts (``domain.leak_epochs=1,2,4,8``);
+    its jobs are grouped by both. Returns the files written.
+    """
     if not (run_dir / "eval").is_dir():
         raise SystemExit(f"{run_dir / 'eval'}: no such folder; run make restoration (RS=<run dir>) first")
     written = []
@@ -109,16 +120,16 @@ def collect(run_dir: Path, out: Path) -> list[Path]:
         jobs = sorted(p for p in sweep.iterdir() if (p / "results.json").is_file())
         if not model or not seed.isdigit() or not jobs:
             continue
-        shared: dict[str, Any] = {}
-        strategies: dict[str, Any] = {}
+        groups: dict[tuple[int, int], dict[str, Any]] = {}
         for job in jobs:
             name, cols, results = _read_job(job)
-            common = {k: cols[k] for k in ("ids", "leaked", "clean_bin", "clean", FLOOR)}
-            if shared and common != shared:
-                raise ValueError(f"{job}: other questions or clean samples than the sweep's other jobs")
-            shared = common
             config, experiment = results["config"], overrides_of(job).get("experiment")
-            strategies[name] = {
+            group = groups.setdefault((int(config["domain"]["leak_epochs"]), int(config["m"])), {"strategies": {}})
+            common = {k: cols[k] for k in ("ids", "leaked", "clean_bin", "clean", FLOOR)}
+            if group.get("shared", common) != common:
+                raise ValueError(f"{job}: other questions or clean samples than the sweep's other jobs")
+            group |= {"shared": common, "experiment": experiment, "bins": config["metric"]["bins"]}
+            group["strategies"][name] = {
                 **cols["strategy"],
                 "metrics": {k: results["metrics"]["all"]["values"][k] for k in METRICS},
                 "floor_metrics": {k: results["floor"]["metrics"]["all"]["values"][k] for k in METRICS},
@@ -128,25 +139,31 @@ def collect(run_dir: Path, out: Path) -> list[Path]:
                 "machine": results["run"]["machine"],
                 "wall_s": round(results["timings"]["wall_s"], 1),
             }
-        train, questions = _train_record(run_dir / "train" / sweep.name)
-        artifact = {
-            "model": model,
-            "experiment": experiment,
-            "seed": int(seed),
-            "dose": config["domain"]["leak_epochs"],
-            "m": config["m"],
-            "bins": config["metric"]["bins"],
-            **shared,
-            "questions": questions,
-            "strategies": strategies,
-            "train": train,
-        }
-        path = out / f"{model}-seed{seed}.json"
-        atomic_write_json(path, artifact)
-        written.append(path)
+        for (dose, m), group in sorted(groups.items()):
+            train, questions = _train_record(run_dir / "train" / sweep.name, dose)
+            artifact = {
+                "model": model,
+                "experiment": group["experiment"],
+                "seed": int(seed),
+                "dose": dose,
+                "m": m,
+                "bins": group["bins"],
+                **group["shared"],
+                "questions": questions,
+                "strategies": group["strategies"],
+                "train": train,
+            }
+            path = out / name_of(model, int(seed), dose, m)
+            atomic_write_json(path, artifact)
+            written.append(path)
     if not written:
         raise SystemExit(f"{run_dir / 'eval'}: no finished <model>-<seed> sweep to collect")
     return written
+
+
+def name_of(model: str, seed: int, dose: int, m: int) -> str:
+    """An artifact's file name: one per model, dose, sample count and seed."""
+    return f"{model}-e{dose}-m{m}-seed{seed}.json"
 
 
 # -- statistics -------------------------------------------------------------------------------------------------------
