@@ -14,16 +14,17 @@ from pathlib import Path
 import pytest
 from helpers.oracles import plain_metrics
 
-from contamlab.studies import restoration
+from contamlab.studies import evidence, restoration
 
 REPO = Path(__file__).resolve().parents[1]
 FILES = sorted((REPO / restoration.ARTIFACTS).glob("*.json"))
 ARTIFACTS = [json.loads(p.read_text()) for p in FILES]
+EVIDENCE = evidence.load(REPO / evidence.ARTIFACTS)
 
 
 def test_the_page_and_the_readme_block_are_what_the_artifacts_give():
     assert ARTIFACTS, "no artifacts: run make restoration"
-    assert (REPO / restoration.PAGE).read_text() == restoration.page(ARTIFACTS)
+    assert (REPO / restoration.PAGE).read_text() == restoration.page(ARTIFACTS, EVIDENCE)
     readme = (REPO / restoration.README).read_text()
     block = restoration.readme_block(ARTIFACTS)
     assert restoration.with_block(readme, block, restoration.BEGIN, restoration.END) == readme
@@ -54,13 +55,17 @@ def test_each_artifact_records_where_and_how_it_ran():
 
 def test_seeds_drew_their_own_questions():
     for one, other in itertools.combinations(ARTIFACTS, 2):
-        if one["model"] == other["model"]:
-            assert one["seed"] != other["seed"]
+        if one["model"] != other["model"]:
+            continue
+        if one["seed"] != other["seed"]:
             assert not set(one["questions"]) & set(other["questions"])
+        else:  # another dose or m of the same seed: its questions and split
+            assert (one["questions"], one["leaked"]) == (other["questions"], other["leaked"])
+            assert (one["dose"], one["m"]) != (other["dose"], other["m"])
 
 
 def test_a_pooled_value_is_the_mean_of_the_seeds():
-    group = [a for a in ARTIFACTS if a["model"] == ARTIFACTS[0]["model"]]
+    group = [a for a in ARTIFACTS if "railcap" in a["strategies"]]
     point, (low, high), per_seed = restoration.pooled(group, "identity", "sa_ppg", "railcap")
     plain = [
         plain_metrics(a["strategies"]["identity"]["r"], a["clean"]["r"], a["clean_bin"], [0], [0])["sa_ppg"]
@@ -69,3 +74,33 @@ def test_a_pooled_value_is_the_mean_of_the_seeds():
     ]
     assert per_seed == pytest.approx(plain) and point == pytest.approx(sum(plain) / len(plain))
     assert low <= point <= high
+
+
+def _seed_at(dose: int, seed: int, lift: float) -> dict:
+    """A hand-made artifact: 40 questions, clean r̂ = 0.25 everywhere, Identity lifted by ``lift`` on the leaked half."""
+    n, m = 40, 4
+    leaked = [i % 2 for i in range(n)]
+    clean = {"r": [0.25] * n, "r01": [i % 4 == 0 for i in range(n)]}
+    identity = {
+        "r": [0.25 + lift * x for x in leaked],
+        "r01": [1 if (lift and x) else c for x, c in zip(leaked, clean["r01"])],
+    }
+    return {
+        "model": "tiny", "experiment": "evidence_tiny", "seed": seed, "dose": dose, "m": m, "bins": 4,
+        "ids": [f"q{i}" for i in range(n)], "leaked": leaked, "clean_bin": [1] * n, "clean": clean,
+        "clean_2": dict(clean), "strategies": {"identity": identity},
+    }  # fmt: skip
+
+
+def test_the_dose_table_names_the_smallest_dose_that_inflates_accuracy():
+    # dose 1 leaves Identity at the clean model's r̂ (its Δ⁺ excess is 0); dose 4 lifts every leaked question by 0.5
+    artifacts = [_seed_at(dose, seed, lift) for dose, lift in ((4, 0.5), (1, 0.0)) for seed in (0, 1)]
+    text = "\n".join(restoration.dose_section(artifacts, []))
+    assert "Smallest dose that inflates accuracy: tiny world, verbatim (m = 4): 4." in text
+    row = next(line for line in text.splitlines() if line.startswith("| tiny world, verbatim | 4 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[4] == "–"  # no evidence artifact: no loss drop
+    # G-AP: Identity's one-sample readouts 30 of 40 against the clean 10 of 40 (every leaked one solved)
+    assert cells[5].startswith("0.500 [")
+    # Δ⁺ − floor: Identity's mean positive gap, 0.5 on half the questions, minus the floor's 0
+    assert cells[8].startswith("+0.250 [")
