@@ -104,3 +104,73 @@ def test_the_dose_table_names_the_smallest_dose_that_inflates_accuracy():
     assert cells[5].startswith("0.500 [")
     # Δ⁺ − floor: Identity's mean positive gap, 0.5 on half the questions, minus the floor's 0
     assert cells[8].startswith("+0.250 [")
+
+
+def _fake_job(job: Path, dose: int, clean_r: list[float]) -> None:
+    """An evaluation job's files as evaluate.py leaves them (Identity at ``dose``, m = 4, 2 bins), 4 questions."""
+    (job / ".hydra").mkdir(parents=True)
+    over = [
+        "experiment=evidence_tiny",
+        "model=tiny",
+        "seed=0",
+        "m=4",
+        f"domain.leak_epochs={dose}",
+        "strategy=identity",
+    ]
+    (job / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in over))
+    metrics = {k: 0.1 * dose for k in restoration.METRICS}
+    run = {"git_commit": "abc", "git_dirty": False, "machine": {"cpus": 2}}
+    (job / "results.json").write_text(
+        json.dumps(
+            {
+                "strategy": {"name": "identity"},
+                "config": {"domain": {"leak_epochs": dose}, "m": 4, "metric": {"bins": 2}},
+                "metrics": {"all": {"values": metrics}},
+                "floor": {"metrics": {"all": {"values": metrics}}},
+                "run": run,
+                "timings": {"wall_s": 1.0},
+            }
+        )
+    )
+    head = "id,leaked,bin,clean_correct,r_clean,r01_clean,clean_2_correct,r_clean_2,r01_clean_2,"
+    rows = [head + "strategy_correct,strategy_kept,r_strategy,r01_strategy"]
+    for i, r in enumerate(clean_r):
+        c = round(4 * r)
+        rows.append(f"q{i},{i % 2},{min(c // 2, 1)},{c},{r},1,{c},{r},0,{dose},4,{dose / 4},1")
+    (job / "per_question.csv").write_text("\n".join(rows) + "\n")
+
+
+def test_collect_writes_one_artifact_per_dose_of_a_sweep(tmp_path):
+    from contamlab.config import build_domain, compose, model_store
+
+    run = tmp_path / "run"
+    train = run / "train" / "tiny-0"
+    (train / ".hydra").mkdir(parents=True)
+    models = f"paths.models_dir={tmp_path / 'models'}"
+    over = ["experiment=evidence_tiny", "model=tiny", "seed=0", "domain.leak_epochs=2", "snapshots=[1]", models]
+    (train / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in over))
+    for dose in (1, 2):  # the stages' summaries where the store keeps them
+        cfg = compose(
+            "train", ["experiment=evidence_tiny", "model=tiny", "seed=0", f"domain.leak_epochs={dose}", models]
+        )
+        store, domain = model_store(cfg), build_domain(cfg.domain)
+        for stage in ("clean", "contaminated"):
+            where = store.stage_dir(domain, stage)
+            where.mkdir(parents=True, exist_ok=True)
+            key = "clean" if stage == "clean" else f"{stage}{dose}"  # one clean model for every dose
+            summary = {"key": key, "steps": dose, "wall_s": 1.0, "run": {"git_dirty": False}}
+            (where / "train_summary.json").write_text(json.dumps(summary | {"snapshot_of": "x" if dose == 1 else None}))
+    for job, dose in (("0", 1), ("1", 2)):
+        _fake_job(run / "eval" / "tiny-0" / job, dose, [0.25, 0.5, 0.0, 1.0])
+    written = restoration.collect(run, tmp_path / "out")
+    assert [p.name for p in written] == ["tiny-e1-m4-seed0.json", "tiny-e2-m4-seed0.json"]
+    one, two = (json.loads(p.read_text()) for p in written)
+    assert (one["dose"], two["dose"], one["m"]) == (1, 2, 4)
+    assert one["strategies"]["identity"]["r"] == [0.25] * 4 and two["strategies"]["identity"]["r"] == [0.5] * 4
+    # each dose's own contaminated stage; the snapshot names the run it was taken from
+    assert one["train"]["contaminated"]["key"] == "contaminated1" and one["train"]["contaminated"]["snapshot_of"] == "x"
+    assert two["train"]["contaminated"]["key"] == "contaminated2" and one["train"]["clean"]["key"] == "clean"
+    # two jobs of one dose whose clean batches differ are an error, not a silent mix
+    _fake_job(run / "eval" / "tiny-0" / "2", 2, [0.0, 0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="other questions or clean samples"):
+        restoration.collect(run, tmp_path / "out2")
