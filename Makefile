@@ -233,9 +233,9 @@ REAL_ARGS ?= domain=gsm8k domain.max_test=100 audit.target=base audit.references
 real-audit: $(STAMP) ## Audit SmolLM2-135M-Instruct and Gemma-3-270m on GSM8K -> $(REAL)/report.md (CPU: about an hour)
 	$(PY) audit.py --multirun model=smollm2,gemma3 $(REAL_ARGS) progress=false hydra.sweep.dir=$(REAL)
 
-# The error-rate audit of the packaged models on GSM8K (docs/audit.md, "Calibrated on the model itself"): the real
-# audit's membership readings on the first 100 test questions against their PQ rephrasings, each with its false
-# alarms on splits of a pool of 200 PQ rephrasings of later test questions and its power on 3 twins (LoRA, 2 epochs
+# The error-rate audit of the packaged models on GSM8K (docs/audit.md#error-rates-on-gsm8k): the real audit's
+# membership readings on the first 100 test questions against their PQ rephrasings, each with the split null on a
+# pool of 200 PQ rephrasings of later test questions (the test's level) and its power on 3 twins (LoRA, 2 epochs
 # over half of the pool). 19 min for SmolLM2 and about 50 for Gemma-3 on a 2-core CPU, most of it the twins; a rerun
 # reads the caches.
 RAC ?= outputs/real_audit_error_rates
@@ -322,8 +322,8 @@ reproduce-real: $(STAMP) ## The paper's study on SmolLM2 x the synthetic benchma
 	@echo "report: $(RR)/report.md"
 
 # The error-rate audits of the real-LM world's models (docs/audit.md#error-rates): each clean and each
-# contaminated model of RW_MODELS x RW_SEEDS with the per-item membership readings, their false alarms on splits of a
-# pool of 200 fresh problems and their power on 3 twins per model. Needs the models of make real-world (the train
+# contaminated model of RW_MODELS x RW_SEEDS with the per-item membership readings, the split null on a pool of 200
+# fresh problems (the test's level) and their power on 3 twins per model. Needs the models of make real-world (the train
 # commands of its first loop); on a 2-core CPU about 12-22 min a SmolLM2 audit and 23-34 min a Gemma-3 one, most of
 # it the twins.
 RWC ?= outputs/real_world_error_rates
@@ -353,7 +353,7 @@ EV_ALL_VIEWS := document,question,answer
 EV_SNAP8 := [1,2,4]
 EV_SNAP4 := [1,2]
 EV_SNAP2 := [1]
-EV_TINY_SEEDS ?= 0
+EV_TINY_SEEDS ?= 0 1 2
 # $(call ev_run,model,experiments,seeds,top epochs,snapshots,doses,views); the views are a sweep (choice) even when
 # one: a plain detector.text=X would be applied to the sweep's base config, whose detector (none) has no text
 ev_run = for seed in $(3); do for exp in $(2); do \
@@ -364,7 +364,7 @@ ev_run = for seed in $(3); do for exp in $(2); do \
 				detector=$(EV_DETECTORS) "detector.text=choice($(7))" $(EV_ARGS) \
 				hydra.sweep.dir=$(EV)/detect/$(1)-$$exp-$$seed-e$$dose || exit 1; done; done; done
 
-evidence: evidence-smollm2 evidence-forms evidence-tiny ## The evidence study: sham controls, dose curves, independent seeds -> results/evidence (2 h 30 min)
+evidence: evidence-smollm2 evidence-forms evidence-tiny ## The evidence study: sham controls, dose curves, independent seeds -> results/evidence (about 3 h)
 	$(MAKE) evidence-report
 
 evidence-smollm2: $(STAMP) ## SmolLM2, verbatim leak, seeds 0-2, 1-8 epochs (seed 0 on three text views): about 1 h 50 min
@@ -374,7 +374,7 @@ evidence-smollm2: $(STAMP) ## SmolLM2, verbatim leak, seeds 0-2, 1-8 epochs (see
 evidence-forms: $(STAMP) ## SmolLM2, the two reworded leaks at 4 epochs, seed 0, three text views: about 25 min
 	$(call ev_run,smollm2,real_world_pq real_world_reworded,0,4,$(EV_SNAP4),4,$(EV_ALL_VIEWS))
 
-evidence-tiny: $(STAMP) ## The tiny world on the same grid, seed 0 (EV_TINY_SEEDS), three text views: about 10 min
+evidence-tiny: $(STAMP) ## The tiny world on the same grid, seeds 0-2 (EV_TINY_SEEDS), three text views: about 30 min
 	$(call ev_run,tiny,evidence_tiny,$(EV_TINY_SEEDS),8,$(EV_SNAP8),1 2 4 8,$(EV_ALL_VIEWS))
 
 evidence-gemma3: $(STAMP) ## Gemma-3-270m, verbatim leak, seed 0, 1 and 2 epochs: about 15 min
@@ -459,13 +459,16 @@ shift-null-seeds: $(STAMP) ## The shift null on SmolLM2 at seeds 1 and 2 (10 aud
 	$(PY) -m contamlab.studies.shift tables
 
 SN_GEMMA3_SEEDS ?= 0 1 2
+# The seeds whose audits also draw the choice condition (seed 0's committed artifact was run without it)
+SN_GEMMA3_CHOICE ?= 1 2
 
-shift-null-gemma3: $(STAMP) ## The shift null on Gemma-3-270m (10 audits a seed, seeds 0-2) -> results/shift/ (about 50 min a seed)
+shift-null-gemma3: $(STAMP) ## The shift null on Gemma-3-270m (10 audits a seed, seeds 0-2; choice at 1-2) -> results/shift/ (about 50 min a seed)
 	for seed in $(SN_GEMMA3_SEEDS); do \
 		$(PY) train.py experiment=real_world model=gemma3 seed=$$seed trainer.enable_progress_bar=false \
 			hydra.run.dir=$(SN)/train/gemma3-$$seed || exit 1; \
 		out=results/shift/gemma3-seed$$seed.json; if [ $$seed = 0 ]; then out=results/shift/gemma3.json; fi; \
-		$(SN_RUN) --out $$out --draws $(SN_GEMMA3_DRAWS) --choice experiment=real_world model=gemma3 seed=$$seed \
+		choice=; case " $(SN_GEMMA3_CHOICE) " in *" $$seed "*) choice=--choice;; esac; \
+		$(SN_RUN) --out $$out --draws $(SN_GEMMA3_DRAWS) $$choice experiment=real_world model=gemma3 seed=$$seed \
 			|| exit 1; done
 	$(PY) -m contamlab.studies.shift tables
 

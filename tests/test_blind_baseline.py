@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
@@ -132,3 +133,19 @@ def test_too_few_items_and_empty_texts():
         blind_auroc([""] + texts[1:], texts)
     with pytest.raises(ValueError, match="folds must be at least 2"):
         blind_auroc(texts, texts, folds=1)
+
+
+def test_the_coverage_study_writes_each_draw_and_counts_the_covering_intervals(data_dir, tmp_path):
+    """``python -m contamlab.studies.blind coverage``, two draws: disjoint random halves, counts read again."""
+    from contamlab.studies import blind
+
+    out = tmp_path / "coverage.json"
+    blind.main(["coverage", "--draws", "2", "--n-boot", "200", "--out", str(out)])
+    artifact = json.loads(out.read_text())
+    assert set(artifact["sides"]) == {str(n) for n in blind.COVERAGE_SIDES}
+    for side in artifact["sides"].values():
+        draws = side["draws"]
+        assert [d["draw"] for d in draws] == [0, 1] and draws[0]["auroc"] != draws[1]["auroc"]
+        assert side["covered"] == sum(d["ci"][0] <= 0.5 <= d["ci"][1] for d in draws)
+    assert artifact["command"].endswith("coverage --draws 2 --n-boot 200 --out " + str(out))
+    assert "of 2 (" in blind.coverage_line(artifact)

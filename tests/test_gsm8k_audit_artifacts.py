@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,17 @@ def test_each_reading_is_its_scores_read_again(path):
         ci = binomtest(null["flagged"], null["total"]).proportion_ci(0.95, method="exact")
         assert null["interval"] == pytest.approx([ci.low, ci.high], abs=1e-9)
         assert null["rate"] == null["flagged"] / null["total"]
+
+
+def test_the_blind_intervals_coverage_is_counted_again():
+    """results/blind/coverage.json: each side's count of intervals covering 0.5 and the spreads, recomputed."""
+    artifact = json.loads((REPO / "results/blind/coverage.json").read_text())
+    z = statistics.NormalDist().inv_cdf(0.975)
+    for n, side in artifact["sides"].items():
+        draws = side["draws"]
+        assert len(draws) == artifact["draws"] and len({d["auroc"] for d in draws}) > len(draws) // 2
+        assert side["covered"] == sum(1 for d in draws if d["ci"][0] <= 0.5 <= d["ci"][1]), n
+        over_draws = statistics.stdev(d["auroc"] for d in draws)
+        of_interval = statistics.fmean((d["ci"][1] - d["ci"][0]) / (2 * z) for d in draws)
+        assert side["sd_over_draws"] == pytest.approx(over_draws, abs=1e-4)
+        assert side["ratio"] == pytest.approx(over_draws / of_interval, abs=0.01)

@@ -168,9 +168,8 @@ def blind_auroc(
     groups' make-up (members only, non-members only, both), since the items of a group are not independent.
 
     The interval is conditional on the fitted fold models: it leaves out the variability of refitting and of the
-    fold assignment, so it is too narrow. On random texts with no signal (50 or 100 a side, 80 draws each) the 95 %
-    interval covered 0.5 in 83-85 % of the draws, and the AUROC's spread over draws was about 1.5 times the
-    bootstrap's (the mean AUROC was 0.49 and 0.50). Read an interval's end near 0.5 with that in mind.
+    fold assignment, so it is too narrow: ``python -m contamlab.studies.blind coverage`` measures by how much on
+    texts with no signal (results/blind/coverage.json). Read an interval's end near 0.5 with that in mind.
 
     Args:
         members: Texts of the suspected members (the benchmark's items).

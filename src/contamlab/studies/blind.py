@@ -14,6 +14,10 @@ distribution shift between the sides.
     The synthetic arithmetic world of ``configs/experiment/real_world.yaml``, seeds 0, 1 and 2: its test items
     against the audit's generated non-members (:data:`contamlab.audit.nonmembers.NONMEMBER_SEED`), and its leaked
     half against its unleaked half, each text the document form: the question, a newline, the solution.
+``python -m contamlab.studies.blind coverage [--out results/blind/coverage.json] [--draws 80]``
+    The interval's coverage where there is no signal: per draw, GSM8K test questions split at random into two
+    sides of 50 (then 100) texts each, and whether the blind AUROC's interval covers 0.5. The interval resamples
+    the out-of-fold scores of fitted folds, so it leaves out the refitting's variability: this measures by how much.
 
 Each writes one JSON artifact (``contamlab.io.atomic_write_json``) with the command line, the scikit-learn and numpy
 versions and the wall time. ``$CONTAMLAB_DATA_DIR`` must hold ``gsm8k/`` and ``gsm8k-pq/`` for ``gsm8k-pq``.
@@ -37,7 +41,10 @@ from contamlab.metrics.blind import blind_auroc
 
 GSM8K_OUT = Path("results/blind/gsm8k_pq.json")
 ARITH_OUT = Path("results/blind/arith.json")
+COVERAGE_OUT = Path("results/blind/coverage.json")
 ARITH_SEEDS = (0, 1, 2)
+#: Items a side of the coverage draws.
+COVERAGE_SIDES = (50, 100)
 #: Seed of the random draw of GSM8K train questions (cell c).
 TRAIN_DRAW_SEED = 0
 
@@ -187,6 +194,71 @@ def arith(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def coverage(args: argparse.Namespace) -> dict[str, Any]:
+    """Per side size and draw: two disjoint random halves of GSM8K test questions, and the blind interval's cover.
+
+    Draw d takes ``default_rng(d)``'s permutation of the test questions; its first ``n`` are the "members", the next
+    ``n`` the "non-members" (exchangeable by construction: a true AUROC of 0.5), and the cross-validation and
+    bootstrap use seed d too, so each draw is an independent repetition of the whole procedure.
+    """
+    from contamlab.data.gsm8k import load_gsm8k_split
+
+    questions = [q.question for q in load_gsm8k_split("test")]
+    sides = {}
+    for n in COVERAGE_SIDES:
+        draws = []
+        for d in range(args.draws):
+            order = np.random.default_rng(d).permutation(len(questions))
+            members = [questions[i] for i in order[:n]]
+            nonmembers = [questions[i] for i in order[n : 2 * n]]
+            result = blind_auroc(
+                members, nonmembers, folds=args.folds, seed=d, n_boot=args.n_boot, confidence=args.confidence
+            )
+            draws.append({"draw": d, "auroc": result.auroc, "ci": list(result.ci)})
+        sides[str(n)] = _coverage_summary(draws, args.confidence) | {"draws": draws}
+        print(f"{n} a side: {sides[str(n)]['covered']} of {args.draws} intervals cover 0.5", flush=True)
+    return {
+        "benchmark": "GSM8K test questions (question text only), two disjoint random halves per draw: no signal",
+        "draws": args.draws,
+        "sides": sides,
+    }
+
+
+def _coverage_summary(draws: Sequence[dict[str, Any]], confidence: float) -> dict[str, Any]:
+    """How many intervals cover 0.5, and the AUROC's spread over draws against the interval's own spread.
+
+    The interval's own standard deviation is read off its width, ``(high - low) / (2 z)`` with z the normal quantile
+    of the confidence (a percentile interval of a near-normal bootstrap).
+    """
+    from scipy.stats import norm
+
+    aurocs = np.array([d["auroc"] for d in draws])  # [D]
+    widths = np.array([d["ci"][1] - d["ci"][0] for d in draws])  # [D]
+    z = norm.ppf(0.5 + confidence / 2)
+    spread = float(aurocs.std(ddof=1))
+    own = float((widths / (2 * z)).mean())
+    return {
+        "covered": sum(d["ci"][0] <= 0.5 <= d["ci"][1] for d in draws),
+        "mean_auroc": round(float(aurocs.mean()), 4),
+        "sd_over_draws": round(spread, 4),
+        "sd_of_interval": round(own, 4),
+        "ratio": round(spread / own, 2),
+    }
+
+
+def coverage_line(artifact: dict[str, Any]) -> str:
+    """The sentence under docs/audit.md's blind table: the interval's coverage with no signal."""
+    parts = []
+    for n, side in sorted(artifact["sides"].items(), key=lambda kv: int(kv[0])):
+        parts.append(
+            f"{n} a side: {side['covered']} of {artifact['draws']} "
+            f"({side['covered'] / artifact['draws']:.0%}), spread over draws {side['ratio']:.2f}× the interval's"
+        )
+    return "The interval with no signal (GSM8K test questions split at random into two sides) covered 0.5 in " + (
+        "; ".join(parts) + "."
+    )
+
+
 #: The GSM8K rows of docs/audit.md's table: (cell of the ``gsm8k-pq`` artifact, label).
 GSM8K_ROWS = (
     ("a_first100_vs_pq", "GSM8K test, first 100, vs their PQ rephrasings"),
@@ -195,8 +267,8 @@ GSM8K_ROWS = (
 )
 
 
-def table(gsm8k: dict[str, Any], arith: dict[str, Any]) -> str:
-    """docs/audit.md's table of blind AUROCs, from the two artifacts (``gsm8k-pq`` and ``arith``)."""
+def table(gsm8k: dict[str, Any], arith: dict[str, Any], cover: dict[str, Any] | None = None) -> str:
+    """docs/audit.md's table of blind AUROCs, from the artifacts (``gsm8k-pq``, ``arith`` and ``coverage``)."""
     lines = ["| benchmark vs non-members | blind AUROC [95 % interval] | items a side |", "|---|---|---|"]
     for key, label in GSM8K_ROWS:
         cell = gsm8k["cells"][key]
@@ -212,11 +284,13 @@ def table(gsm8k: dict[str, Any], arith: dict[str, Any]) -> str:
     sizes = ", ".join(str(n) for n in sorted({c["n"]["members"] for c in seeds}))
     names = ", ".join(map(str, ARITH_SEEDS))
     lines.append(f"| synthetic benchmark vs its generated non-members, seeds {names} | {values} ({covers}) | {sizes} |")
+    if cover is not None:
+        lines += ["", coverage_line(cover)]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """The command line: ``gsm8k-pq [--out PATH]`` or ``arith [--out PATH]``."""
+    """The command line: ``gsm8k-pq``, ``arith`` or ``coverage``, each with ``[--out PATH]``."""
     started = time.perf_counter()
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -224,6 +298,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for name, out, about in (
         ("gsm8k-pq", GSM8K_OUT, "GSM8K test questions vs PQ rephrasings and vs train questions"),
         ("arith", ARITH_OUT, "the real-world arithmetic domain: test vs non-members, leaked vs unleaked"),
+        ("coverage", COVERAGE_OUT, "the interval's coverage of 0.5 on random halves of GSM8K test questions"),
     ):
         p = sub.add_parser(name, help=about)
         p.add_argument("--out", type=Path, default=out)
@@ -231,8 +306,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         p.add_argument("--seed", type=int, default=0, help="fold assignment and bootstrap seed")
         p.add_argument("--n-boot", type=int, default=2000)
         p.add_argument("--confidence", type=float, default=0.95)
+        if name == "coverage":
+            p.add_argument("--draws", type=int, default=80, help="repetitions per side size")
     args = parser.parse_args(argv)
-    body = gsm8k_pq(args) if args.command == "gsm8k-pq" else arith(args)
+    body = {"gsm8k-pq": gsm8k_pq, "arith": arith, "coverage": coverage}[args.command](args)
     artifact = {"method": _method(args), **body, **_provenance(argv, started)}
     atomic_write_json(args.out, artifact)
     print(args.out)

@@ -117,8 +117,8 @@ def readings(results: list[dict[str, Any]]) -> str:
 
 def blocks() -> dict[str, str]:
     """docs/audit.md's generated blocks, by name, from the committed artifacts."""
-    gsm8k, arith = (json.loads(p.read_text()) for p in (blind.GSM8K_OUT, blind.ARITH_OUT))
-    return {"blind": blind.table(gsm8k, arith), "readings": readings(load())}
+    gsm8k, arith, cover = (json.loads(p.read_text()) for p in (blind.GSM8K_OUT, blind.ARITH_OUT, blind.COVERAGE_OUT))
+    return {"blind": blind.table(gsm8k, arith, cover), "readings": readings(load())}
 
 
 def with_blocks(text: str, found: dict[str, str]) -> str:
