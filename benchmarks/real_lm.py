@@ -11,7 +11,10 @@ One run measures, on the world's own documents (``experiment=real_world``'s clea
 - the detectors' forward pass (per-token log-probabilities, what loss / zlib / Min-K% / Min-K%++ share) in fp32 and
   under bf16 autocast, on the adapter-wrapped model in micro-batches of 4;
 - the same pass as an audit runs it (``score_sequences``: the plain fp32 model, length-sorted 1,024-token batches, the
-  scored positions alone projected), over the first ``8 x --batches`` documents.
+  scored positions alone projected), over the first ``8 x --batches`` documents;
+- with ``--compile``, that pass again with the decoder under ``torch.compile(dynamic=True)`` (timed after a first
+  pass over the same documents, which compiles; the compile time and the largest log-prob difference are recorded).
+  No contamlab command compiles: the scores would move by float rounding, and the compile costs minutes.
 
 Each rate is real tokens per second (padding excluded) and its share of the ceiling: the GEMM rate divided by the
 FLOPs a token costs (forward: 2 × the linear weights, the output projection included; LoRA step: forward + the
@@ -85,6 +88,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=7, help="micro-batches timed per setting (after a warm-up)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, help="the result file (default benchmarks/results/real_lm-<model>.json)")
+    parser.add_argument("--compile", action="store_true", help="also the scoring pass with a torch.compile'd decoder")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     from peft import LoraConfig, get_peft_model
@@ -175,15 +179,29 @@ def main() -> None:
     docs = [ids.tolist() for ids, _ in dataset.items[: 8 * args.batches]]
     score_sequences(plain, docs[:8], pad)  # warm-up
     start = time.perf_counter()
-    score_sequences(plain, docs, pad)
+    eager = score_sequences(plain, docs, pad)
     rate = sum(len(d) for d in docs) / (time.perf_counter() - start)
-    record(
-        "scoring pass (audit)",
-        "fp32",
-        "length-sorted, 1,024 tokens",
-        rate,
-        rates["gemm_fp32"] / (2 * linear_params(plain)),
-    )
+    scoring_ceiling = rates["gemm_fp32"] / (2 * linear_params(plain))
+    record("scoring pass (audit)", "fp32", "length-sorted, 1,024 tokens", rate, scoring_ceiling)
+    compiled = {}
+    if args.compile:
+        # The decoder alone (score_sequences projects the scored positions itself); dynamic shapes, since every
+        # length-sorted batch has its own rows x length
+        plain.model = torch.compile(plain.model, dynamic=True)
+        start = time.perf_counter()
+        score_sequences(plain, docs, pad)  # compiles (and recompiles where a shape needs it)
+        compile_s = time.perf_counter() - start
+        start = time.perf_counter()
+        got = score_sequences(plain, docs, pad)
+        compiled_rate = sum(len(d) for d in docs) / (time.perf_counter() - start)
+        record("scoring pass, compiled", "fp32", "length-sorted, 1,024 tokens", compiled_rate, scoring_ceiling)
+        diff = max(float(abs(a.logprobs - b.logprobs).max()) for a, b in zip(eager, got) if len(a.logprobs))
+        compiled = {
+            "first_pass_s": round(compile_s, 1),
+            "speedup": round(compiled_rate / rate, 3),
+            "max_abs_dlogp": diff,
+        }
+        print(f"compiled: first pass {compile_s:.1f} s, {compiled_rate / rate:.2f}x eager, max |dlogp| {diff:.2e}")
     base = next(r for r in rows if r["kind"] == "LoRA step" and r["precision"] == "fp32" and r["batches"] == "as drawn")
     best = next(r for r in rows if r["kind"] == "LoRA step" and r["precision"] != "fp32" and r["batches"] != "as drawn")
     print(f"LoRA step, bf16 + grouped vs fp32 as drawn: {best['tokens_per_s'] / base['tokens_per_s']:.2f}x")
@@ -199,6 +217,7 @@ def main() -> None:
             "gemm_flops": rates,
             "flops_per_token": {"forward": fwd_flops, "lora_step": step_flops},
             "rows": rows,
+            **({"compiled_scoring": compiled} if compiled else {}),
         },
     )
     print(f"written {out}")
