@@ -228,7 +228,7 @@ def _groups(artifacts: list[dict[str, Any]]) -> dict[tuple[str, str, int, int], 
 def _title(model: str, experiment: str, dose: int, m: int, group: list[dict[str, Any]]) -> str:
     seeds = ", ".join(str(a["seed"]) for a in group)
     form = FORMS.get(experiment, experiment)
-    return f"{MODELS.get(model, model)}, {form} leak at {dose} epochs, m = {m}, seeds {seeds}"
+    return f"{MODELS.get(model, model)}, {form} leak at {dose} epoch{'s' if dose != 1 else ''}, m = {m}, seeds {seeds}"
 
 
 def _common_rows(group: list[dict[str, Any]]) -> list[str]:
