@@ -403,7 +403,7 @@ RD_SEEDS ?= 0 1 2
 RD_M ?= 4
 RD_WORLDS ?= tiny:evidence_tiny smollm2:real_world
 
-dose-gap: $(STAMP) ## G-AP along the dose curve: Identity at m = 4, 1-8 epochs, tiny world and SmolLM2, seeds 0-2 (about 1 h)
+dose-gap: $(STAMP) ## G-AP along the dose curve: Identity at m = 4, 1-8 epochs, tiny world and SmolLM2, seeds 0-2 (about 2 h)
 	for world in $(RD_WORLDS); do model=$${world%%:*}; exp=$${world#*:}; for seed in $(RD_SEEDS); do \
 		$(PY) train.py experiment=$$exp model=$$model seed=$$seed domain.leak_epochs=8 snapshots=$(EV_SNAP8) \
 			sham=false trainer.enable_progress_bar=false hydra.run.dir=$(RD)/train/$$model-$$seed || exit 1; \
