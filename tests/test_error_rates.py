@@ -234,3 +234,26 @@ def test_the_error_rate_table_counts_verdicts_against_the_truth():
     row = next(line for line in table.splitlines() if line.startswith("| loss"))
     assert row == "| loss | 1/2 | 1/1 (1 underpowered) | — | 3 of 100 (4 audits) | 12/12 |"  # per audit, not summed
     assert "codec" not in table
+
+
+def test_a_negligible_dose_is_underpowered_and_the_weakest_detecting_dose_is_the_detection_dose(trained, tmp_path):
+    """End to end on the tiny world: doses listed strongest first run and report weakest first."""
+    from jobs import run_job
+
+    tmp, _, _ = trained
+    negligible, strong, stronger = "{epochs: 1, lr: 1e-9}", "{epochs: 8, lr: 0.01}", "{epochs: 16, lr: 0.01}"
+    common = ["audit.detectors=[loss]", "audit.references=[]", "audit.error_rates.twins=2"]
+    doses = f"audit.error_rates.doses=[{stronger}, {negligible}, {strong}]"
+    first = run_job("audit", _audit(tmp, tmp_path / "first", tmp_path / "cache", *common, doses))["audit"]
+    record = first["error_rates"]
+    assert record["doses"] == ["1 epoch at lr 1e-09", "8 epochs at lr 0.01", "16 epochs at lr 0.01"]
+    cal = {v["name"]: v for v in first["verdicts"]}["loss"]["detail"]["error_rates"]
+    power = {dose: (p["flagged"], p["total"]) for dose, p in cal["power"].items()}
+    assert power == {"1 epoch at lr 1e-09": (0, 2), "8 epochs at lr 0.01": (2, 2), "16 epochs at lr 0.01": (2, 2)}
+    assert cal["detection_dose"] == "8 epochs at lr 0.01"  # the weakest detected, though listed last
+    # the negligible dose alone: the reading reaches the power nowhere, so it gives no verdict (twins from the cache)
+    alone = f"audit.error_rates.doses=[{negligible}]"
+    second = run_job("audit", _audit(tmp, tmp_path / "second", tmp_path / "cache", *common, alone))["audit"]
+    loss = {v["name"]: v for v in second["verdicts"]}["loss"]
+    assert loss["flagged"] is None and loss["verdict"].startswith("underpowered on this model")
+    assert loss["detail"]["error_rates"]["detection_dose"] is None

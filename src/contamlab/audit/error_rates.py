@@ -15,8 +15,8 @@ error-rate audit asks the audited model how that reading behaves, on a **pool** 
    (the generator's stream ``TWIN_POOL_SEED + k``, or the file's slice k + 1), so no two twins share a leaked item and
    the twins are independent draws of items as well as of training noise; its doses share it (a paired dose curve).
    ``shared``: every twin splits the null's pool (cheaper: the audited model scores one pool). The share of twins
-   flagged is the power at that dose; the first dose reaching ``min_power`` is the reading's detection dose
-   (:func:`~contamlab.metrics.error_rates.with_error_rates`).
+   flagged is the power at that dose; the weakest dose (:attr:`Dose.strength`, whatever the listed order) reaching
+   ``min_power`` is the reading's detection dose (:func:`~contamlab.metrics.error_rates.with_error_rates`).
 
 Twins are stages like any other: trained once into ``<models_dir>/<model>/twins/twin-<hash>`` (resumable, locked), and
 every score goes through the detection cache, so a rerun trains and scores nothing.
@@ -97,11 +97,23 @@ class Dose:
         key: dict[str, Any] = {"epochs": self.epochs, "lr": self.lr}
         return key if self.fraction == 1.0 else {**key, "fraction": self.fraction}
 
+    @property
+    def strength(self) -> float:
+        """How hard the dose leaks, to order doses: epochs x lr x fraction.
+
+        The sum of the learning rates over the leaked items' passes, scaled by the share of the benchmark side that
+        leaks: more epochs, a larger step or more leaked items each make a stronger leak. Doses that differ in more
+        than one of them are ordered by this product, a proxy (the LoRA schedule is the same at every dose).
+        """
+        return self.epochs * self.lr * self.fraction
+
 
 def doses(cfg: DictConfig, domain: Domain) -> list[Dose]:
     """``audit.error_rates.doses`` resolved: a missing epochs or lr is the contaminated stage's (the simulation's).
 
-    A missing ``fraction`` is 1: the twin's whole benchmark side leaks.
+    A missing ``fraction`` is 1: the twin's whole benchmark side leaks. The doses come back weakest first
+    (:attr:`Dose.strength`; equal strengths keep the listed order), whatever order the config lists them in, so the
+    first dose whose power reaches ``min_power`` is the weakest detected.
     """
     from contamlab.stages import contaminated_epochs, stage_lr  # the training service (Lightning): see train_twin
 
@@ -115,7 +127,7 @@ def doses(cfg: DictConfig, domain: Domain) -> list[Dose]:
                 float(node.get("fraction") if node.get("fraction") is not None else 1.0),
             )
         )
-    return out
+    return sorted(out, key=lambda dose: dose.strength)
 
 
 def pool_items(domain: Domain, setting: str, size: int, exclude: list[Question], part: int = 0) -> tuple[Domain, str]:

@@ -111,7 +111,11 @@ def power(flags: Sequence[bool | None]) -> Rate:
 
 
 def detection_dose(powers: Mapping[str, Rate], min_power: float) -> str | None:
-    """The first dose (in the order given: weakest first) whose power reaches ``min_power``; None if none does."""
+    """The first dose whose power reaches ``min_power``; None if none does.
+
+    ``powers`` must list the doses weakest first (the audit sorts them: ``audit.error_rates.doses``), so the dose
+    returned is the weakest detected.
+    """
     for dose, rate in powers.items():
         if rate.rate is not None and rate.rate >= min_power:
             return dose
