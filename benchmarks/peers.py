@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from contamlab.provenance import run_metadata
+from contamlab.provenance import cpu_description, run_metadata
 
 REPO = Path(__file__).resolve().parents[1]
 K_PERCENT = 20.0
@@ -170,7 +170,7 @@ def main() -> None:
         "spread_around_median": spread,
         "ratio_to_benchleak": {k: median[k] / median["benchleak"] for k in median},
         "machine": {"platform": platform.platform(), "processor": platform.processor(), "threads": args.threads},
-        "cpu_flags": sorted(_cpu_flags() & {"avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "avx2"}),
+        "cpu_flags": sorted(cpu_description()["kernel_flags"]),
         "run": run_metadata(),  # commit, clean tree, versions (torch is imported here, after the timed runs)
         "command": " ".join(["python", "benchmarks/peers.py", *sys.argv[1:]]),
     }
@@ -178,15 +178,6 @@ def main() -> None:
     out = args.out or REPO / "benchmarks" / "results" / f"peers-{args.model}.json"
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"written to {out}")
-
-
-def _cpu_flags() -> set[str]:
-    """The CPU's feature flags (Linux), which decide the bf16 and AMX paths of the matrix multiplies."""
-    try:
-        line = next(x for x in Path("/proc/cpuinfo").read_text().splitlines() if x.startswith("flags"))
-    except (OSError, StopIteration):
-        return set()
-    return set(line.split(":", 1)[1].split())
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from contamlab.provenance import changed_code, changed_paths
+from contamlab.provenance import changed_code, changed_paths, cpu_description
 
 
 def test_prose_and_results_do_not_make_a_run_dirty_and_code_does():
@@ -29,3 +29,16 @@ def test_the_paths_are_those_git_prints_for_a_real_checkout(tmp_path):
     assert changed_code(git("status", "--porcelain", "--untracked-files=no").strip()) == []
     (tmp_path / "train.py").write_text("b\n")
     assert changed_code(git("status", "--porcelain", "--untracked-files=no").strip()) == ["train.py"]
+
+
+def test_the_cpu_is_described_by_its_first_processor_and_its_kernel_flags(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text(
+        "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t\t: fpu sse2 avx2 amx_tile avx512f\n\n"
+        "processor\t: 1\nmodel name\t: Another\nflags\t\t: fpu\n"
+    )
+    cpu = cpu_description(info)
+    assert cpu["model"] == "Intel(R) Xeon(R) Processor"
+    assert cpu["kernel_flags"] == ["avx2", "avx512f", "amx_tile"]  # in KERNEL_FLAGS' order, AVX-512's bf16 absent
+    missing = cpu_description(tmp_path / "absent")
+    assert missing["model"] is None and missing["kernel_flags"] == []

@@ -59,6 +59,37 @@ def changed_code(status: str) -> list[str]:
     return [p for p in changed_paths(status) if not p.startswith(NOT_CODE)]
 
 
+#: The CPU features that choose torch's matrix-multiply kernels (and so a trained model's last bits): AVX-512 and AMX.
+KERNEL_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
+
+
+def cpu_description(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
+    """The CPU's model name and the features that decide which kernels torch runs (Linux; empty elsewhere).
+
+    Two CPUs of one architecture string (``x86_64``) can run different matrix-multiply kernels: oneDNN takes AMX
+    tiles where a Xeon has them, AVX-512 or AVX2 otherwise, and the sums round differently. A model trained by the same
+    command is then the same model on one machine but not bit for bit across machines, so a run records which.
+
+    Args:
+        cpuinfo: The kernel's CPU description (its first processor's fields are read).
+    """
+    import torch
+
+    fields: dict[str, str] = {}
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    flags = set(fields.get("flags", "").split())
+    return {
+        "model": fields.get("model name"),
+        "kernel_flags": [f for f in KERNEL_FLAGS if f in flags],
+        "torch_capability": torch.backends.cpu.get_cpu_capability(),
+    }
+
+
 def run_metadata() -> dict[str, Any]:
     """Commit of the code that ran (and whether its tree had changes), package versions, Python, machine, accelerator.
 
@@ -80,6 +111,7 @@ def run_metadata() -> dict[str, Any]:
         "machine": {
             "platform": platform.platform(),
             "processor": platform.processor() or platform.machine(),
+            "cpu": cpu_description(),
             "cpus": os.cpu_count(),
             "torch_threads": torch.get_num_threads(),
             "accelerator": accelerator,

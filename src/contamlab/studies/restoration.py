@@ -270,7 +270,8 @@ def page(artifacts: list[dict[str, Any]], evidence_artifacts: Sequence[dict[str,
             values = [pooled(group, a, k, b) for k in METRICS]
             cells = [f"{_cell(v, sign=True)} ({_seeds(v, sign=True)})" for v in values]
             lines.append(f"| {LABELS.get(a, a)} − {LABELS.get(b, b)} | " + " | ".join(cells) + " |")
-        if "identity" in names:
+        strategies = [n for n in names if n not in ("identity", FLOOR)]
+        if "identity" in names and strategies:  # a grid of Identity alone has no strategy to share its excess
             lines += [
                 "",
                 "Share of Identity's SA-PPG excess over the floor that each strategy removes, (Identity − strategy) / "
@@ -278,9 +279,8 @@ def page(artifacts: list[dict[str, Any]], evidence_artifacts: Sequence[dict[str,
                 "",
             ]
             excess = pooled(group, "identity", "sa_ppg", FLOOR)[0]
-            for n in names:
-                if n not in ("identity", FLOOR):
-                    lines.append(f"- {n}: {100 * pooled(group, 'identity', 'sa_ppg', n)[0] / excess:.0f} %")
+            for n in strategies:
+                lines.append(f"- {n}: {100 * pooled(group, 'identity', 'sa_ppg', n)[0] / excess:.0f} %")
         lines += ["", "Each seed's runs (the commit and the machine of each are in its artifact):", ""]
         lines += ["| seed | row | command | wall time |", "|---|---|---|---|"]
         for a in group:
