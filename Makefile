@@ -211,15 +211,22 @@ _meta-1:
 
 # The packaged models on GSM8K against each non-member choice (docs/audit.md#the-blind-baseline): the four membership
 # readings on the first 100 test questions against their PQ rephrasings and against 100 train questions, each with
-# the blind baseline and the model's shift null; then results/audit_shift and docs/audit.md's tables.
+# the blind baseline, the model's shift null and its power on twins (experiment=real_audit's recipe): 3 twins a dose,
+# each on a pool of its own of 200 PQ rephrasings of later test questions, half of whose benchmark side leaks (as in
+# the real-LM world), at 2 epochs and lr 1e-3 (that world's dose) and at 2 epochs and lr 4e-3; the two audits of a
+# model share their twins. Then results/audit_shift and docs/audit.md's tables. SmolLM2 about 25 min, Gemma-3 about
+# an hour on two cores; GA_ERROR_RATES= audits without twins (a few minutes).
 GA ?= outputs/gsm8k_audit
 GA_MODELS ?= smollm2 gemma3
+GA_POOL ?= outputs/pools/gsm8k_pq_800.jsonl
+GA_ERROR_RATES ?= audit.error_rates.pool=$(GA_POOL) audit.error_rates.twin_pools=own audit.error_rates.null_draws=200 \
+	'audit.error_rates.doses=[{epochs: 2, lr: 0.001, fraction: 0.5}, {epochs: 2, lr: 0.004, fraction: 0.5}]'
 
-gsm8k-audit: $(STAMP) ## SmolLM2 and Gemma-3 on GSM8K against PQ and against train -> results/audit_shift, docs/audit.md
+gsm8k-audit: $(STAMP) ## SmolLM2 and Gemma-3 on GSM8K against PQ and against train, with power -> results/audit_shift
+	$(PY) scripts/rephrased_pool.py --skip 100 --n 800 --out $(GA_POOL)
 	for model in $(GA_MODELS); do for nonmembers in auto train; do \
-		$(PY) audit.py model=$$model domain=gsm8k domain.max_test=100 audit.target=base audit.references=[] \
-			audit.detectors=[loss,zlib,mink,minkpp] audit.mitigate=[] audit.nonmembers=$$nonmembers \
-			audit.shift_null.file=results/shift/$$model.json progress=false \
+		$(PY) audit.py experiment=real_audit model=$$model audit.nonmembers=$$nonmembers \
+			audit.shift_null.file=results/shift/$$model.json $(GA_ERROR_RATES) progress=false \
 			hydra.run.dir=$(GA)/$$model-$$nonmembers || exit 1; done; done
 	$(PY) -m contamlab.studies.gsm8k_audit collect $(GA)
 	$(PY) -m contamlab.studies.gsm8k_audit tables
@@ -236,14 +243,15 @@ real-audit: $(STAMP) ## Audit SmolLM2-135M-Instruct and Gemma-3-270m on GSM8K ->
 # The error-rate audit of the packaged models on GSM8K (docs/audit.md#error-rates-on-gsm8k): the real audit's
 # membership readings on the first 100 test questions against their PQ rephrasings, each with the split null on a
 # pool of 200 PQ rephrasings of later test questions (the test's level) and its power on 3 twins (LoRA, 2 epochs
-# over half of the pool). 19 min for SmolLM2 and about 50 for Gemma-3 on a 2-core CPU, most of it the twins; a rerun
+# over half of a pool of 200 more rephrasings of its own). With one pool shared by the twins it took 19 min for
+# SmolLM2 and about 50 for Gemma-3 on a 2-core CPU, most of it the twins (own pools add a scoring pass each); a rerun
 # reads the caches.
 RAC ?= outputs/real_audit_error_rates
 RAC_MODELS ?= smollm2,gemma3
 RAC_POOL ?= outputs/pools/gsm8k_pq.jsonl
 
 real-audit-error-rates: $(STAMP) ## Error-rate audits of SmolLM2 and Gemma-3 on GSM8K (CPU: about 70 min) -> $(RAC)/*/audit.md
-	$(PY) scripts/rephrased_pool.py --skip 100 --n 200 --out $(RAC_POOL)
+	$(PY) scripts/rephrased_pool.py --skip 100 --n 800 --out $(RAC_POOL)
 	$(PY) audit.py --multirun experiment=real_audit model=$(RAC_MODELS) audit.error_rates.pool=$(RAC_POOL) progress=false \
 		hydra.sweep.dir=$(RAC)
 
@@ -327,7 +335,7 @@ reproduce-real: $(STAMP) ## The paper's study on SmolLM2 x the synthetic benchma
 # commands of its first loop); on a 2-core CPU about 12-22 min a SmolLM2 audit and 23-34 min a Gemma-3 one, most of
 # it the twins.
 RWC ?= outputs/real_world_error_rates
-# twin_pools=shared: the design of the runs docs/results_audit.md quotes (drop it for a pool of its own per twin)
+# twin_pools=shared: every twin splits the null's pool, so each model scores one pool (drop it for a pool per twin)
 RWC_AUDIT = audit.detectors=[loss,zlib,mink,minkpp] audit.mitigate=[] audit.error_rates.pool=auto \
 	audit.error_rates.twin_pools=shared progress=false $(RW_ARGS)
 

@@ -108,6 +108,11 @@ class Dose:
         return self.epochs * self.lr * self.fraction
 
 
+def _written(scores: np.ndarray) -> list[float | None]:
+    """Per-item scores as a results file keeps them: 7 significant digits (float32's), None where not scored."""
+    return [float(f"{x:.7g}") if np.isfinite(x) else None for x in scores]
+
+
 def doses(cfg: DictConfig, domain: Domain) -> list[Dose]:
     """``audit.error_rates.doses`` resolved: a missing epochs or lr is the contaminated stage's (the simulation's).
 
@@ -362,7 +367,10 @@ class ErrorRates:
                 flags.setdefault(f"{name}/reference", {}).setdefault(dose.label, []).append(vs_original.flagged)
                 twins.append(
                     {"dose": dose.label, "seed": seed, "source": twin.source, "reading": name,
-                     "auroc": alone.value, "p": alone.p_value, "auroc_minus_original": vs_original.value}
+                     "auroc": alone.value, "p": alone.p_value, "auroc_minus_original": vs_original.value,
+                     # the twin's scores of its benchmark side and of its non-member side: a power recounted
+                     # without this code (tests/test_gsm8k_audit_artifacts.py)
+                     "benchmark_scores": _written(t[a]), "nonmember_scores": _written(t[b])}
                 )  # fmt: skip
         powers = {reading: {d: C.power(f) for d, f in per.items()} for reading, per in flags.items()}
         out = []

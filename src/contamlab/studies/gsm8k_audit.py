@@ -3,13 +3,14 @@
 ``make gsm8k-audit`` audits SmolLM2-135M-Instruct and Gemma-3-270m (the packaged base models) on the first 100
 GSM8K test questions with the four membership readings (Loss, Zlib, Min-K%, Min-K%++), once against the questions'
 PQ rephrasings (``audit.nonmembers=auto``) and once against 100 GSM8K train questions drawn at random
-(``audit.nonmembers=train``), each with the blind baseline and its model's shift-null artifact
-(``audit.shift_null.file=results/shift/<model>.json``). ``collect`` keeps each audit's ``results.json`` (config,
-readings, verdicts, commit, machine, wall time) as ``results/audit_shift/<model>-gsm8k-<pq|train>.json`` and its
-per-item scores (``audit_scores.csv``) beside it as ``<model>-gsm8k-<pq|train>.scores.csv``.
+(``audit.nonmembers=train``), each with the blind baseline, its model's shift-null artifact
+(``audit.shift_null.file=results/shift/<model>.json``) and its power on twins at two doses (``experiment=real_audit``'s
+recipe, a pool of PQ rephrasings of later test questions per twin). ``collect`` keeps each audit's ``results.json``
+(config, readings, verdicts, commit, machine, wall time) as ``results/audit_shift/<model>-gsm8k-<pq|train>.json``
+and its per-item scores (``audit_scores.csv``) beside it as ``<model>-gsm8k-<pq|train>.scores.csv``.
 
-``tables`` writes docs/audit.md's two generated blocks from the committed artifacts alone: the blind baselines
-(``results/blind``, :mod:`contamlab.studies.blind`) and these audits' readings and verdicts.
+``tables`` writes docs/audit.md's generated blocks from the committed artifacts alone: the blind baselines
+(``results/blind``, :mod:`contamlab.studies.blind`), these audits' readings and verdicts, and their twins' power.
 
     python -m contamlab.studies.gsm8k_audit collect outputs/gsm8k_audit
     python -m contamlab.studies.gsm8k_audit tables
@@ -38,7 +39,7 @@ COMMAND = "python -m contamlab.studies.gsm8k_audit tables"
 
 
 def markers(block: str) -> tuple[str, str]:
-    """The begin and end markers of one of docs/audit.md's generated blocks (``blind`` or ``readings``)."""
+    """The begin and end markers of one of docs/audit.md's generated blocks (``blind``, ``readings``, ``power``)."""
     return f"<!-- gsm8k_audit:{block}:begin (generated: {COMMAND}) -->", f"<!-- gsm8k_audit:{block}:end -->"
 
 
@@ -80,6 +81,8 @@ def _why(verdict: dict[str, Any]) -> str:
         return "not flagged"
     if verdict["verdict"].startswith("not distinguishable from the shift between"):
         return "withheld: blind baseline"
+    if verdict["verdict"].startswith("underpowered"):
+        return "withheld: underpowered"
     condition = verdict["detail"].get("shift_null", {}).get("condition")
     return f"withheld: {condition} shift null" if condition else "no verdict"
 
@@ -115,10 +118,42 @@ def readings(results: list[dict[str, Any]]) -> str:
     return table(header, body)
 
 
+def power(results: list[dict[str, Any]]) -> str:
+    """The table of each model's twins: per dose, the share of twins each reading flags; the split null; the dose.
+
+    A model's audits share their twins (a twin reads its own pool, not the audit's non-members), so each model shows
+    the first audit's; a model audited without twins says so.
+    """
+    header = ["model", "twins' dose", *READINGS.values()]
+    body, seen = [], set()
+    for result in results:
+        model, _ = _key(result)
+        if model in seen:
+            continue
+        seen.add(model)
+        record = result["audit"]["error_rates"]
+        if not record:
+            body.append([MODELS[model], "not measured (an audit without twins)", *("—" for _ in READINGS)])
+            continue
+        rates = record["readings"]
+        for dose in record["doses"]:
+            body.append([MODELS[model], dose, *(_rate(rates[r]["power"][dose]) for r in READINGS)])
+        splits = f"split null, {record['null_draws']} splits of one pool (the test's level)"
+        body.append([MODELS[model], splits, *(_rate(rates[r]["null"]) for r in READINGS)])
+        doses = [rates[r]["detection_dose"] for r in READINGS]
+        body.append([MODELS[model], "detection dose (power ≥ 0.8)", *(d or "none" for d in doses)])
+    return table(header, body)
+
+
+def _rate(rate: dict[str, Any]) -> str:
+    return f"{rate['flagged']}/{rate['total']}"
+
+
 def blocks() -> dict[str, str]:
     """docs/audit.md's generated blocks, by name, from the committed artifacts."""
     gsm8k, arith, cover = (json.loads(p.read_text()) for p in (blind.GSM8K_OUT, blind.ARITH_OUT, blind.COVERAGE_OUT))
-    return {"blind": blind.table(gsm8k, arith, cover), "readings": readings(load())}
+    results = load()
+    return {"blind": blind.table(gsm8k, arith, cover), "readings": readings(results), "power": power(results)}
 
 
 def with_blocks(text: str, found: dict[str, str]) -> str:
