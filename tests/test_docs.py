@@ -214,8 +214,8 @@ def test_extending_lists_every_member_of_each_interface():
 
 
 # Pages whose prose quotes measurements: every number with two or three decimals in the prose must be one that a
-# generated page or block (the page's own or docs/audit.md's) holds (a hand-copied number that no artifact gives fails here). The generated pages are
-# compared with their artifacts by each study's own test.
+# generated page or block (the page's own or docs/audit.md's) holds (a hand-copied number that no artifact gives fails
+# here). The generated pages are compared with their artifacts by each study's own test.
 GENERATED = [f"docs/results_{n}.md" for n in ("evidence", "shift", "restoration", "audit")]
 QUOTED = re.compile(r"(?<![\d.])\d\.\d{2,3}(?!\d)")
 BLOCK = re.compile(r"<!-- ([\w:]+):begin.*?-->(.*?)<!-- \1:end -->", flags=re.S)

@@ -69,9 +69,18 @@ def _wordings(domain, problem) -> set[str]:
     return {render(problem, "base")[0]} | {render(reworded(problem, v), "pq")[0] for v in range(12)}
 
 
-def test_no_unleaked_item_nonmember_or_pool_item_in_any_recorded_training_text(tmp_path):
-    stages = run_train(tmp_path, "sham=true", "domain=arith_pq", "domain.leak_variants=3")
-    cfg = train_config(tmp_path, "sham=true", "domain=arith_pq", "domain.leak_variants=3")
+# the question reworded with its solution verbatim (experiment=real_world_pq), and both reworded
+# (experiment=real_world_reworded)
+LEAK_FORMS = [
+    ["domain=arith_pq", "domain.leak_variants=3"],
+    ["domain=arith_pq", "domain.name=arith_reworded", "domain.leak_style=reworded", "++domain.solutions=cot"],
+]
+
+
+@pytest.mark.parametrize("form", LEAK_FORMS, ids=["question-reworded", "fully-reworded"])
+def test_no_unleaked_item_nonmember_or_pool_item_in_any_recorded_training_text(tmp_path, form):
+    stages = run_train(tmp_path, "sham=true", *form)
+    cfg = train_config(tmp_path, "sham=true", *form)
     domain = build_domain(cfg.domain)
     texts = [t for s in ("base", "clean", "contaminated", "sham") for t in read_training_texts(stages[s])]
     corpus = "\n".join(texts)
@@ -89,6 +98,11 @@ def test_no_unleaked_item_nonmember_or_pool_item_in_any_recorded_training_text(t
     assert all(any(w in contaminated for w in _wordings(domain, p)) for p in leaked)
     assert not any(w in sham for p in leaked for w in _wordings(domain, p))
     assert model_store(cfg).stage_dir(domain, "sham") == stages["sham"]
+    # the leak form is what its name says: the test item's solution leaks verbatim with a reworded question, and in
+    # no record when the solution is reworded too
+    test_items = {q.id: q for q in domain.test}
+    verbatim = [test_items[i].solution in contaminated for i in domain.split.leaked]
+    assert all(verbatim) if cfg.domain.leak_style == "pq" else not any(verbatim)
 
 
 def _seed(leaked, **scores) -> Seed:
