@@ -214,15 +214,16 @@ _meta-1:
 # the blind baseline, the model's shift null and its power on twins (experiment=real_audit's recipe): 3 twins a dose,
 # each on a pool of its own of 200 PQ rephrasings of later test questions, half of whose benchmark side leaks (as in
 # the real-LM world), at 2 epochs and lr 1e-3 (that world's dose) and at 2 epochs and lr 4e-3; the two audits of a
-# model share their twins. Then results/audit_shift and docs/audit.md's tables. SmolLM2 about 25 min, Gemma-3 about
-# an hour on two cores; GA_ERROR_RATES= audits without twins (a few minutes).
+# model share their twins. Then results/audit_shift and docs/audit.md's tables. On two cores SmolLM2 took 85 min,
+# half of it beside another job (idle: 4-6 min a twin's training, 2.3 min its scoring; about 50 min), Gemma-3 about
+# twice that; GA_ERROR_RATES= audits without twins (a few minutes).
 GA ?= outputs/gsm8k_audit
 GA_MODELS ?= smollm2 gemma3
 GA_POOL ?= outputs/pools/gsm8k_pq_800.jsonl
 GA_ERROR_RATES ?= audit.error_rates.pool=$(GA_POOL) audit.error_rates.twin_pools=own audit.error_rates.null_draws=200 \
 	'audit.error_rates.doses=[{epochs: 2, lr: 0.001, fraction: 0.5}, {epochs: 2, lr: 0.004, fraction: 0.5}]'
 
-gsm8k-audit: $(STAMP) ## SmolLM2 and Gemma-3 on GSM8K against PQ and against train, with power -> results/audit_shift
+gsm8k-audit: $(STAMP) ## SmolLM2 and Gemma-3 on GSM8K against PQ and train, with power (about 50 min + 2 h) -> results/audit_shift
 	$(PY) scripts/rephrased_pool.py --skip 100 --n 800 --out $(GA_POOL)
 	for model in $(GA_MODELS); do for nonmembers in auto train; do \
 		$(PY) audit.py experiment=real_audit model=$$model audit.nonmembers=$$nonmembers \

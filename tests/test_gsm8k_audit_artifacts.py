@@ -73,3 +73,35 @@ def test_the_blind_intervals_coverage_is_counted_again():
         of_interval = statistics.fmean((d["ci"][1] - d["ci"][0]) / (2 * z) for d in draws)
         assert side["sd_over_draws"] == pytest.approx(over_draws, abs=1e-4)
         assert side["ratio"] == pytest.approx(over_draws / of_interval, abs=0.01)
+
+
+WITH_TWINS = [p for p in FILES if json.loads(p.read_text())["audit"]["error_rates"]]
+
+
+def test_smollm2s_audits_carry_their_power():
+    assert {p.stem for p in WITH_TWINS} >= {"smollm2-gsm8k-pq", "smollm2-gsm8k-train"}
+
+
+@pytest.mark.parametrize("path", WITH_TWINS, ids=lambda p: p.stem)
+def test_each_power_is_its_twins_scores_counted_again(path):
+    """Each dose's power: the twins whose own scores give a one-sided Mann-Whitney p below α (scipy), recounted."""
+    result = json.loads(path.read_text())
+    record, alpha = result["audit"]["error_rates"], result["config"]["audit"]["alpha"]
+    assert record["twin_pools"] == "own" and len(record["doses"]) >= 2
+    for reading, rates in record["readings"].items():
+        if "/" in reading:  # the /reference form reads the audited model's scores too (not written)
+            continue
+        for dose, rate in rates["power"].items():
+            twins = [t for t in record["twins"] if t["reading"] == reading and t["dose"] == dose]
+            assert len(twins) == rate["total"] == record["twins_per_dose"]
+            flagged = 0
+            for t in twins:
+                pos, neg = t["benchmark_scores"], t["nonmember_scores"]
+                assert len(pos) == len(neg) == 100 and None not in pos + neg
+                p = mannwhitneyu(pos, neg, alternative="greater").pvalue
+                assert p == pytest.approx(t["p"], rel=1e-6)
+                flagged += p < alpha
+            assert flagged == rate["flagged"], (reading, dose)
+        # the detection dose: the weakest (listed first) whose power reaches min_power
+        reached = [d for d, r in rates["power"].items() if r["flagged"] / r["total"] >= record["min_power"]]
+        assert rates["detection_dose"] == (reached[0] if reached else None)
