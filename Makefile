@@ -352,9 +352,10 @@ real-world-error-rates: $(STAMP) ## Error-rate audits of the real-LM world's mod
 # The evidence study (docs/real_world.md#the-evidence-study): per model, leak form and seed, one run of the leak's
 # recipe at a constant rate and of its sham control, saved at each dose on the way (snapshots of a constant-rate run
 # are those runs), then the detectors of EV_DETECTORS on each dose's contaminated, sham and clean model, on the text
-# views given. `make evidence` runs the committed grid (about 2 h 30 min on two cores) and regenerates
-# results/evidence and the pages from it; each evidence-<part> runs one part, `make evidence-report` the last step.
-# evidence-gemma3 runs apart from `make evidence` (about 16 min more); its artifacts join the page.
+# views given. `make evidence` runs the default grid (seed 0 of each real LM, the tiny world's three seeds) and
+# `make evidence-full` the committed grid (every artifact under results/evidence); both regenerate results/evidence
+# and the pages from the runs under $(EV). Each evidence-<part> runs one part, `make evidence-report` the last step.
+# The times are the artifacts' own training and scoring seconds on two cores, plus the jobs' start-up.
 EV ?= outputs/evidence
 EV_DETECTORS ?= loss,zlib,mink,minkpp
 EV_ARGS ?=        # overrides for every job
@@ -373,20 +374,25 @@ ev_run = for seed in $(3); do for exp in $(2); do \
 				detector=$(EV_DETECTORS) "detector.text=choice($(7))" $(EV_ARGS) \
 				hydra.sweep.dir=$(EV)/detect/$(1)-$$exp-$$seed-e$$dose || exit 1; done; done; done
 
-evidence: evidence-smollm2 evidence-forms evidence-tiny ## The evidence study: sham controls, dose curves, independent seeds -> results/evidence (about 3 h)
+evidence: evidence-smollm2-seed0 evidence-gemma3 evidence-tiny ## The evidence study's default grid: sham controls, dose curves, seed 0 of each real LM -> results/evidence (about 1 h 10 min)
 	$(MAKE) evidence-report
 
-evidence-smollm2: $(STAMP) ## SmolLM2, verbatim leak, seeds 0-2, 1-8 epochs (seed 0 on three text views): about 1 h 50 min
+evidence-full: evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 ## The committed grid: SmolLM2 at seeds 0-2 and three leak forms, Gemma-3, the tiny world (about 2 h 40 min)
+	$(MAKE) evidence-report
+
+evidence-smollm2-seed0: $(STAMP) ## SmolLM2, verbatim leak, seed 0, 1-8 epochs, three text views: about 32 min
 	$(call ev_run,smollm2,real_world,0,8,$(EV_SNAP8),1 2 4 8,$(EV_ALL_VIEWS))
+
+evidence-smollm2: evidence-smollm2-seed0 ## SmolLM2, verbatim leak, seeds 0-2, 1-8 epochs (seeds 1-2 on the document view): about 1 h 25 min
 	$(call ev_run,smollm2,real_world,1 2,8,$(EV_SNAP8),1 2 4 8,document)
 
-evidence-forms: $(STAMP) ## SmolLM2, the two reworded leaks at 4 epochs, seed 0, three text views: about 25 min
+evidence-forms: $(STAMP) ## SmolLM2, the two reworded leaks at 4 epochs, seed 0, three text views: about 35 min
 	$(call ev_run,smollm2,real_world_pq real_world_reworded,0,4,$(EV_SNAP4),4,$(EV_ALL_VIEWS))
 
 evidence-tiny: $(STAMP) ## The tiny world on the same grid, seeds 0-2 (EV_TINY_SEEDS), three text views: about 30 min
 	$(call ev_run,tiny,evidence_tiny,$(EV_TINY_SEEDS),8,$(EV_SNAP8),1 2 4 8,$(EV_ALL_VIEWS))
 
-evidence-gemma3: $(STAMP) ## Gemma-3-270m, verbatim leak, seed 0, 1 and 2 epochs: about 15 min
+evidence-gemma3: $(STAMP) ## Gemma-3-270m, verbatim leak, seed 0, 1 and 2 epochs: about 17 min
 	$(call ev_run,gemma3,real_world,0,2,$(EV_SNAP2),1 2,document)
 
 evidence-report: $(STAMP) ## The evidence study's artifacts (results/evidence) and pages from the runs under $(EV)
@@ -458,12 +464,15 @@ shift-null: $(STAMP) ## False alarms under shift on models that saw nothing -> r
 
 SN_SEEDS ?= 1 2
 SN_SEED_DRAWS ?= 10
+# The seeds whose audits also read ReCaLL and draw the choice condition (k and ReCaLL's prefix afresh per audit)
+SN_SEEDS_CHOICE ?= 1
 
-shift-null-seeds: $(STAMP) ## The shift null on SmolLM2 at seeds 1 and 2 (10 audits each) -> results/shift/ (about 1 h)
+shift-null-seeds: $(STAMP) ## The shift null on SmolLM2 at seeds 1 and 2 (10 audits each; ReCaLL + choice at 1) -> results/shift/ (about 1 h 20 min)
 	for seed in $(SN_SEEDS); do \
 		$(PY) train.py experiment=real_world model=smollm2 seed=$$seed trainer.enable_progress_bar=false \
 			hydra.run.dir=$(SN)/train/smollm2-$$seed || exit 1; \
-		$(SN_RUN) --out results/shift/smollm2-seed$$seed.json --draws $(SN_SEED_DRAWS) experiment=real_world \
+		choice=; case " $(SN_SEEDS_CHOICE) " in *" $$seed "*) choice="--detectors loss,zlib,mink,minkpp,recall --choice";; esac; \
+		$(SN_RUN) --out results/shift/smollm2-seed$$seed.json --draws $(SN_SEED_DRAWS) $$choice experiment=real_world \
 			model=smollm2 seed=$$seed || exit 1; done
 	$(PY) -m contamlab.studies.shift tables
 
@@ -492,5 +501,5 @@ clean: ## Remove outputs, caches and the virtual environment
 	rm -rf outputs multirun .pytest_cache .ruff_cache $(VENV)
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-.PHONY: dose-gap gsm8k-audit pages restoration restoration-report shift-null shift-null-gemma3 shift-null-seeds evidence evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 evidence-report help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
+.PHONY: dose-gap gsm8k-audit pages restoration restoration-report shift-null shift-null-gemma3 shift-null-seeds evidence evidence-full evidence-smollm2-seed0 evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 evidence-report help install install-vllm test test-slow test-vllm lint format train calibrate reproduce reproduce-paper _repro-arith \
 	_repro-arith_pq reproduce-profile meta-audit _meta-0 _meta-1 real-audit real-audit-error-rates real-world real-world-error-rates bench bench-smollm2 smollm2-run sync wandb-report clean
