@@ -221,19 +221,25 @@ def test_a_partial_dose_trains_on_its_share_of_the_benchmark_side_and_reads_the_
 def test_the_error_rate_table_counts_verdicts_against_the_truth():
     from contamlab.analysis.audit import error_rate_table
 
-    def audit(contaminated, flagged, underpowered=False):
+    def audit(contaminated, flagged, underpowered=False, stage=None):
         cal = {"null": {"flagged": 3, "total": 100}, "power": {"2 epochs": {"flagged": 3, "total": 3}}}
         verdict = "underpowered on this model: …" if underpowered else "…"
         v = {"name": "loss", "flagged": None if underpowered else flagged, "verdict": verdict,
              "detail": {"error_rates": cal}}  # fmt: skip
         codec = {"name": "codec/bands", "flagged": False, "verdict": "…", "detail": {"error_rates": {"not_run": "…"}}}
         truth = {"contaminated": contaminated, "leak": "verbatim" if contaminated else None}
-        return {"audit": {"truth": truth, "error_rates": {"pool": "…"}, "verdicts": [v, codec]}}
+        target = {"spec": stage or ("contaminated" if contaminated else "clean")}
+        return {"audit": {"truth": truth, "target": target, "error_rates": {"pool": "…"}, "verdicts": [v, codec]}}
 
     table = error_rate_table([audit(False, False), audit(False, True), audit(True, True), audit(True, None, True)])
     row = next(line for line in table.splitlines() if line.startswith("| loss"))
     assert row == "| loss | 1/2 | 1/1 (1 underpowered) | — | 3 of 100 (4 audits) | 12/12 |"  # per audit, not summed
-    assert "codec" not in table
+    assert "codec" not in table and "sham" not in table  # no sham column where no sham control was audited
+    # a sham control (sham@1: another seed's) is a model that saw nothing, counted apart from the clean ones
+    table = error_rate_table([audit(False, False), audit(False, True, stage="sham@1"), audit(True, True)])
+    assert "| flagged: clean models | flagged: sham controls | flagged: verbatim leaks |" in table
+    row = next(line for line in table.splitlines() if line.startswith("| loss"))
+    assert row == "| loss | 0/1 | 1/1 | 1/1 | — | 3 of 100 (3 audits) | 9/9 |"
 
 
 def test_a_negligible_dose_is_underpowered_and_the_weakest_detecting_dose_is_the_detection_dose(trained, tmp_path):
@@ -257,3 +263,20 @@ def test_a_negligible_dose_is_underpowered_and_the_weakest_detecting_dose_is_the
     loss = {v["name"]: v for v in second["verdicts"]}["loss"]
     assert loss["flagged"] is None and loss["verdict"].startswith("underpowered on this model")
     assert loss["detail"]["error_rates"]["detection_dose"] is None
+
+
+def test_the_meta_audit_counts_sham_controls_apart_and_their_flags_as_false_alarms():
+    from contamlab.analysis.audit import meta_audit
+
+    def audit(spec, flagged):
+        contaminated = spec.startswith("contaminated")
+        truth = {"contaminated": contaminated, "leak": "verbatim" if contaminated else None}
+        return {"audit": {"truth": truth, "target": {"spec": spec}, "verdicts": [{"name": "loss", "flagged": flagged}]}}
+
+    plain = meta_audit([audit("clean", False), audit("contaminated", True)])
+    assert "sham" not in plain
+    assert "| loss | 0/1 | 1/1 | — | trustworthy (verbatim leak) |" in plain
+    shams = [audit("sham", True), audit("sham@2", False)]
+    table = meta_audit([audit("clean", False), *shams, audit("contaminated", True)])
+    assert "| false alarms (clean) | false alarms (sham) | power (verbatim leak) |" in table
+    assert "| loss | 0/1 | 1/2 | 1/1 | — | false alarms |" in table  # a flagged sham is a false alarm

@@ -235,17 +235,27 @@ def timing_table(audits: Sequence[dict[str, Any]]) -> str:
     return table(["model", "benchmark", "target's detectors (s)", "job wall (s)", "per detector (s)"], body)
 
 
+def _null_group(r: dict[str, Any]) -> str:
+    """``sham`` for a sham control (in-domain tuning on fresh problems), ``clean`` for any other unleaked target.
+
+    The two are kept apart because they answer different questions: a flag on the clean model is a false alarm of the
+    plain recipe, one on the sham a false alarm of extra in-domain training without membership.
+    """
+    return "sham" if ModelRef.parse(r["audit"]["target"]["spec"]).stage == "sham" else "clean"
+
+
 def meta_audit(audits: Sequence[dict[str, Any]]) -> str | None:
     """False alarms and power of each reading over the simulated targets (None without any simulated target).
 
-    Each cell is ``flagged / models`` among the clean targets (false alarms) and the contaminated ones, by leak.
+    Each cell is ``flagged / models`` among the clean targets (false alarms), the sham controls (a column of its own
+    where any was audited) and the contaminated ones, by leak.
     """
     rows: dict[str, dict[str, list[int]]] = {}
     for r in audits:
         truth = r["audit"].get("truth")
         if not truth:
             continue
-        group = f"power_{truth['leak']}" if truth["contaminated"] else "false_alarm"
+        group = f"power_{truth['leak']}" if truth["contaminated"] else f"false_alarm_{_null_group(r)}"
         for v in r["audit"]["verdicts"]:
             if v["flagged"] is None:
                 continue
@@ -258,10 +268,12 @@ def meta_audit(audits: Sequence[dict[str, Any]]) -> str | None:
     def show(cell: list[int] | None) -> str:
         return "—" if not cell else f"{cell[0]}/{cell[1]}"
 
+    shams = any("false_alarm_sham" in g for g in rows.values())  # the sham column where sham controls were audited
     body = [
         [
             name,
-            show(g.get("false_alarm")),
+            show(g.get("false_alarm_clean")),
+            *([show(g.get("false_alarm_sham"))] if shams else []),
             show(g.get("power_verbatim")),
             show(g.get("power_paraphrased")),
             _trust(g),
@@ -271,6 +283,7 @@ def meta_audit(audits: Sequence[dict[str, Any]]) -> str | None:
     header = [
         "reading",
         "false alarms (clean)",
+        *(["false alarms (sham)"] if shams else []),
         "power (verbatim leak)",
         "power (question reworded, solution verbatim)",
         "assessment",
@@ -281,17 +294,17 @@ def meta_audit(audits: Sequence[dict[str, Any]]) -> str | None:
 def error_rate_table(audits: Sequence[dict[str, Any]]) -> str | None:
     """The error-rate audits of simulated models against their truth (None without any).
 
-    Per reading with error rates: among the clean targets and the contaminated ones (by leak), flagged / given a
-    verdict, and how many were left without one as underpowered; then the split null's flagged splits per audit (their
-    range over the audits: audits of one pool share their splits, so the counts are not summed) and the twins' power
-    at the first dose, summed over the audits.
+    Per reading with error rates: among the clean targets, the sham controls (where audited) and the contaminated ones
+    (by leak), flagged / given a verdict, and how many were left without one as underpowered; then the split null's
+    flagged splits per audit (their range over the audits: audits of one pool share their splits, so the counts are
+    not summed) and the twins' power at the first dose, summed over the audits.
     """
     rows: dict[str, dict[str, list[int]]] = {}
     for r in audits:
         truth = r["audit"].get("truth")
         if not truth or not r["audit"].get("error_rates"):
             continue
-        group = truth["leak"] if truth["contaminated"] else "clean"
+        group = truth["leak"] if truth["contaminated"] else _null_group(r)
         for v in r["audit"]["verdicts"]:
             cal = (v.get("detail") or {}).get("error_rates")
             if not cal or "not_run" in cal:
@@ -327,14 +340,16 @@ def error_rate_table(audits: Sequence[dict[str, Any]]) -> str | None:
         span = f"{min(flagged)}" if min(flagged) == max(flagged) else f"{min(flagged)}–{max(flagged)}"
         return f"{span} of {'/'.join(map(str, totals))} ({len(counts)} audit{'s' * (len(counts) != 1)})"
 
+    shams = any("sham" in g for g in rows.values())
     body = [
-        [name, show(g.get("clean")), show(g.get("verbatim")), show(g.get("paraphrased")), per_audit(g.get("null")),
-         show(g.get("power"))]
+        [name, show(g.get("clean")), *([show(g.get("sham"))] if shams else []), show(g.get("verbatim")),
+         show(g.get("paraphrased")), per_audit(g.get("null")), show(g.get("power"))]
         for name, g in sorted(rows.items())
     ]  # fmt: skip
     header = [
         "reading",
         "flagged: clean models",
+        *(["flagged: sham controls"] if shams else []),
         "flagged: verbatim leaks",
         "flagged: paraphrased leaks",
         "split null (level check): flagged splits per audit",
@@ -345,10 +360,10 @@ def error_rate_table(audits: Sequence[dict[str, Any]]) -> str | None:
 
 def _trust(g: dict[str, list[int]]) -> str:
     """Trustworthy at a leak strength: no false alarm and every contaminated model of that leak flagged."""
-    fa = g.get("false_alarm")
-    if not fa:
+    nulls = [c for k in ("false_alarm_clean", "false_alarm_sham") if (c := g.get(k))]
+    if not nulls:
         return "untested on clean models"
-    if fa[0]:
+    if any(c[0] for c in nulls):
         return "false alarms"
     held = [leak for leak in ("verbatim", "paraphrased") if (c := g.get(f"power_{leak}")) and c[0] == c[1]]
     return f"trustworthy ({', '.join(held)} leak)" if held else "no false alarm, misses leaks"
