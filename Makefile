@@ -365,13 +365,16 @@ EV_SNAP8 := [1,2,4]
 EV_SNAP4 := [1,2]
 EV_SNAP2 := [1]
 EV_TINY_SEEDS ?= 0 1 2
-# $(call ev_run,model,experiments,seeds,top epochs,snapshots,doses,views); the views are a sweep (choice) even when
-# one: a plain detector.text=X would be applied to the sweep's base config, whose detector (none) has no text
+# The committed real-LM runs projected every position onto the vocabulary in training (finetune.logits=all: they
+# predate `labelled`, which keys models of its own): pinned here, so that a rebuild trains the committed models.
+EV_LM_ARGS := finetune.logits=all
+# $(call ev_run,model,experiments,seeds,top epochs,snapshots,doses,views,overrides); the views are a sweep (choice)
+# even when one: a plain detector.text=X would be applied to the sweep's base config, whose detector (none) has no text
 ev_run = for seed in $(3); do for exp in $(2); do \
-		$(PY) train.py experiment=$$exp model=$(1) seed=$$seed domain.leak_epochs=$(4) snapshots=$(5) \
+		$(PY) train.py experiment=$$exp model=$(1) seed=$$seed domain.leak_epochs=$(4) snapshots=$(5) $(8) \
 			trainer.enable_progress_bar=false $(EV_ARGS) hydra.run.dir=$(EV)/train/$(1)-$$exp-$$seed || exit 1; \
 		for dose in $(6); do \
-			$(EVAL) experiment=$$exp model=$(1) seed=$$seed domain.leak_epochs=$$dose strategy=none \
+			$(EVAL) experiment=$$exp model=$(1) seed=$$seed domain.leak_epochs=$$dose strategy=none $(8) \
 				detector=$(EV_DETECTORS) "detector.text=choice($(7))" $(EV_ARGS) \
 				hydra.sweep.dir=$(EV)/detect/$(1)-$$exp-$$seed-e$$dose || exit 1; done; done; done
 
@@ -382,19 +385,19 @@ evidence-full: evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 ## 
 	$(MAKE) evidence-report
 
 evidence-smollm2-seed0: $(STAMP) ## SmolLM2, verbatim leak, seed 0, 1-8 epochs, three text views: about 32 min
-	$(call ev_run,smollm2,real_world,0,8,$(EV_SNAP8),1 2 4 8,$(EV_ALL_VIEWS))
+	$(call ev_run,smollm2,real_world,0,8,$(EV_SNAP8),1 2 4 8,$(EV_ALL_VIEWS),$(EV_LM_ARGS))
 
 evidence-smollm2: evidence-smollm2-seed0 ## SmolLM2, verbatim leak, seeds 0-2, 1-8 epochs (seeds 1-2 on the document view): about 1 h 25 min
-	$(call ev_run,smollm2,real_world,1 2,8,$(EV_SNAP8),1 2 4 8,document)
+	$(call ev_run,smollm2,real_world,1 2,8,$(EV_SNAP8),1 2 4 8,document,$(EV_LM_ARGS))
 
 evidence-forms: $(STAMP) ## SmolLM2, the two reworded leaks at 4 epochs, seed 0, three text views: about 35 min
-	$(call ev_run,smollm2,real_world_pq real_world_reworded,0,4,$(EV_SNAP4),4,$(EV_ALL_VIEWS))
+	$(call ev_run,smollm2,real_world_pq real_world_reworded,0,4,$(EV_SNAP4),4,$(EV_ALL_VIEWS),$(EV_LM_ARGS))
 
 evidence-tiny: $(STAMP) ## The tiny world on the same grid, seeds 0-2 (EV_TINY_SEEDS), three text views: about 30 min
 	$(call ev_run,tiny,evidence_tiny,$(EV_TINY_SEEDS),8,$(EV_SNAP8),1 2 4 8,$(EV_ALL_VIEWS))
 
 evidence-gemma3: $(STAMP) ## Gemma-3-270m, verbatim leak, seed 0, 1 and 2 epochs: about 17 min
-	$(call ev_run,gemma3,real_world,0,2,$(EV_SNAP2),1 2,document)
+	$(call ev_run,gemma3,real_world,0,2,$(EV_SNAP2),1 2,document,$(EV_LM_ARGS))
 
 evidence-report: $(STAMP) ## The evidence study's artifacts (results/evidence) and pages from the runs under $(EV)
 	$(PY) -m contamlab.studies.evidence collect $(EV) --out results/evidence
@@ -453,14 +456,19 @@ SN_TINY_DRAWS ?= 100
 SN_SMOLLM2_DRAWS ?= 20
 SN_GEMMA3_DRAWS ?= 10
 SN_RUN = $(PY) -m contamlab.studies.shift run --no-progress
+# As EV_LM_ARGS: SmolLM2's committed shift nulls, and Gemma-3's at the seeds of SN_GEMMA3_ALL, trained their models
+# with every position projected; Gemma-3's later seeds with the default (`labelled`).
+SN_LM_ARGS := finetune.logits=all
+SN_GEMMA3_ALL ?= 0
 
 shift-null: $(STAMP) ## False alarms under shift on models that saw nothing -> results/shift (about 1 h)
 	$(PY) train.py experiment=evidence_tiny seed=0 trainer.enable_progress_bar=false hydra.run.dir=$(SN)/train/tiny
 	$(SN_RUN) --out results/shift/tiny.json --draws $(SN_TINY_DRAWS) --detectors loss,zlib,mink,minkpp,recall --choice \
 		experiment=evidence_tiny
-	$(PY) train.py experiment=real_world model=smollm2 seed=0 trainer.enable_progress_bar=false \
+	$(PY) train.py experiment=real_world model=smollm2 seed=0 $(SN_LM_ARGS) trainer.enable_progress_bar=false \
 		hydra.run.dir=$(SN)/train/smollm2
-	$(SN_RUN) --out results/shift/smollm2.json --draws $(SN_SMOLLM2_DRAWS) experiment=real_world model=smollm2
+	$(SN_RUN) --out results/shift/smollm2.json --draws $(SN_SMOLLM2_DRAWS) experiment=real_world model=smollm2 \
+		$(SN_LM_ARGS)
 	$(PY) -m contamlab.studies.shift tables
 
 SN_SEEDS ?= 1 2
@@ -470,11 +478,11 @@ SN_SEEDS_CHOICE ?= 1
 
 shift-null-seeds: $(STAMP) ## The shift null on SmolLM2 at seeds 1 and 2 (10 audits each; ReCaLL + choice at 1) -> results/shift/ (about 1 h 20 min)
 	for seed in $(SN_SEEDS); do \
-		$(PY) train.py experiment=real_world model=smollm2 seed=$$seed trainer.enable_progress_bar=false \
+		$(PY) train.py experiment=real_world model=smollm2 seed=$$seed $(SN_LM_ARGS) trainer.enable_progress_bar=false \
 			hydra.run.dir=$(SN)/train/smollm2-$$seed || exit 1; \
 		choice=; case " $(SN_SEEDS_CHOICE) " in *" $$seed "*) choice="--detectors loss,zlib,mink,minkpp,recall --choice";; esac; \
 		$(SN_RUN) --out results/shift/smollm2-seed$$seed.json --draws $(SN_SEED_DRAWS) $$choice experiment=real_world \
-			model=smollm2 seed=$$seed || exit 1; done
+			model=smollm2 seed=$$seed $(SN_LM_ARGS) || exit 1; done
 	$(PY) -m contamlab.studies.shift tables
 
 SN_GEMMA3_SEEDS ?= 0 1 2
@@ -483,12 +491,13 @@ SN_GEMMA3_CHOICE ?= 1 2
 
 shift-null-gemma3: $(STAMP) ## The shift null on Gemma-3-270m (10 audits a seed, seeds 0-2; choice at 1-2) -> results/shift/ (about 50 min a seed)
 	for seed in $(SN_GEMMA3_SEEDS); do \
-		$(PY) train.py experiment=real_world model=gemma3 seed=$$seed trainer.enable_progress_bar=false \
+		args=; case " $(SN_GEMMA3_ALL) " in *" $$seed "*) args="$(SN_LM_ARGS)";; esac; \
+		$(PY) train.py experiment=real_world model=gemma3 seed=$$seed $$args trainer.enable_progress_bar=false \
 			hydra.run.dir=$(SN)/train/gemma3-$$seed || exit 1; \
 		out=results/shift/gemma3-seed$$seed.json; if [ $$seed = 0 ]; then out=results/shift/gemma3.json; fi; \
 		choice=; case " $(SN_GEMMA3_CHOICE) " in *" $$seed "*) choice=--choice;; esac; \
 		$(SN_RUN) --out $$out --draws $(SN_GEMMA3_DRAWS) $$choice experiment=real_world model=gemma3 seed=$$seed \
-			|| exit 1; done
+			$$args || exit 1; done
 	$(PY) -m contamlab.studies.shift tables
 
 # A .partial stage directory is a training run that was killed and never resumed (or is still running): skip its runs.

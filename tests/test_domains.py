@@ -65,6 +65,18 @@ def test_arith_pq_leaks_several_rewordings_of_each_leaked_question():
     assert one.eval_fingerprint() == three.eval_fingerprint() and one.fingerprint() != three.fingerprint()
 
 
+@pytest.mark.parametrize(
+    ("name", "settings"),
+    [("arith", {}), ("arith", {"max_train": 50}), ("arith_v1", {}), ("arith_mc", {}), ("arith", {"solutions": "cot"})],
+)
+def test_an_arith_fingerprint_counts_the_train_split_it_renders(name, settings):
+    """The fingerprint counts training items without rendering them; the count is the rendered split's length."""
+    domain = load_domain(name, generator={"n_train": 120, "n_test": 20}, **settings)
+    fast = domain.fingerprint()["n_train"]
+    assert "train" not in vars(domain)  # not rendered for the count
+    assert fast == len(domain.train) == min(120, settings.get("max_train", 120))
+
+
 def test_unknown_domain():
     with pytest.raises(ContamlabError, match="unknown domain 'gsm9k'.*arith"):
         load_domain("gsm9k")

@@ -127,6 +127,11 @@ class ArithDomain(Domain):
             for p in self.problems[0]
         ]
 
+    def _train_size(self) -> int:
+        # One training item a generated problem: the fingerprint's count without rendering thousands of solutions
+        # (seconds, paid by every job that names a model); an empty split still raises, through `train`.
+        return len(self.problems[0][: self.max_train]) or len(self.train)
+
     def _test_item(self, problem: ArithProblem, qid: str | None = None) -> Question:
         # A benchmark item as the test set renders it: base wording, the fixed reference solution (cot variant 0).
         text, terse = render(problem, "base")
