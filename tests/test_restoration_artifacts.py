@@ -174,3 +174,21 @@ def test_collect_writes_one_artifact_per_dose_of_a_sweep(tmp_path):
     _fake_job(run / "eval" / "tiny-0" / "2", 2, [0.0, 0.0, 0.0, 0.0])
     with pytest.raises(ValueError, match="other questions or clean samples"):
         restoration.collect(run, tmp_path / "out2")
+
+
+def test_a_loss_drop_from_models_of_another_key_is_called_so():
+    """The H6 table pairs each dose with the evidence study's loss drop; where that study trained other models (another
+    stage key: the real LMs' committed runs projected every position) the page says it measured sibling models."""
+    from contamlab.studies.restoration import _other_models
+
+    evidence_runs = [{"seed": s, "train": {"contaminated@2": {"key": f"k{s}"}}} for s in (0, 1)]
+    same = [{"seed": s, "train": {"contaminated": {"key": f"k{s}"}}} for s in (0, 1)]
+    assert not _other_models(evidence_runs, same, 2)
+    assert _other_models(evidence_runs, [same[0], {"seed": 1, "train": {"contaminated": {"key": "other"}}}], 2)
+    assert _other_models(evidence_runs, same, 4)  # no evidence model at that dose
+    # the committed page: SmolLM2's dose-gap runs (labelled positions) against the evidence runs (every position)
+    trained = {(e["seed"], v["key"]) for e in EVIDENCE for k, v in e["train"].items() if k.startswith("contaminated@")}
+    smollm2 = [a for a in ARTIFACTS if a["model"] == "smollm2" and a["m"] == 4]
+    differ = any((a["seed"], a["train"]["contaminated"]["key"]) not in trained for a in smollm2)
+    page = (REPO / restoration.PAGE).read_text()
+    assert ("The loss drop of SmolLM2-135M, verbatim was measured on sibling models" in page) == differ
