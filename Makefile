@@ -45,7 +45,7 @@ install: $(STAMP) ## Create .venv and install contamlab with pinned dependencies
 # tests' processes fork from a Python that has imported torch once (tests/prewarmed.py); CONTAMLAB_TEST_PREWARM=0: plain.
 TEST_WORKERS ?= 2
 
-test: $(STAMP) ## Run the test suite (CPU, offline, about 6 minutes on 2 cores)
+test: $(STAMP) ## Run the test suite (CPU, offline, 2 workers: 5-11 minutes on 2 cores)
 	@# the project's own bytecode once, for the suite's hundred processes (PYTHONDONTWRITEBYTECODE: see UV_COMPILE_BYTECODE)
 	$(PY) -m compileall -q src tests > /dev/null
 	WANDB_MODE=$${WANDB_MODE:-disabled} $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
