@@ -353,7 +353,7 @@ real-world-error-rates: $(STAMP) ## Error-rate audits of the real-LM world's mod
 # The evidence study (docs/real_world.md#the-evidence-study): per model, leak form and seed, one run of the leak's
 # recipe at a constant rate and of its sham control, saved at each dose on the way (snapshots of a constant-rate run
 # are those runs), then the detectors of EV_DETECTORS on each dose's contaminated, sham and clean model, on the text
-# views given. `make evidence` runs the default grid (seed 0 of each real LM, the tiny world's three seeds) and
+# views given. `make evidence` runs the default grid (seed 0 of SmolLM2, Gemma-3 and the tiny world) and
 # `make evidence-full` the committed grid (every artifact under results/evidence); both regenerate results/evidence
 # and the pages from the runs under $(EV). Each evidence-<part> runs one part, `make evidence-report` the last step.
 # The times are the artifacts' own training and scoring seconds on two cores, plus the jobs' start-up.
@@ -378,10 +378,11 @@ ev_run = for seed in $(3); do for exp in $(2); do \
 				detector=$(EV_DETECTORS) "detector.text=choice($(7))" $(EV_ARGS) \
 				hydra.sweep.dir=$(EV)/detect/$(1)-$$exp-$$seed-e$$dose || exit 1; done; done; done
 
-evidence: evidence-smollm2-seed0 evidence-gemma3 evidence-tiny ## The evidence study's default grid: sham controls, dose curves, seed 0 of each real LM -> results/evidence (about 1 h 10 min)
+evidence: evidence-smollm2-seed0 evidence-gemma3 ## The evidence study's default grid: sham controls, dose curves, seed 0 of each world -> results/evidence (about 1 h)
+	$(MAKE) evidence-tiny EV_TINY_SEEDS=0
 	$(MAKE) evidence-report
 
-evidence-full: evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 ## The committed grid: SmolLM2 at seeds 0-2 and three leak forms, Gemma-3, the tiny world (about 2 h 40 min)
+evidence-full: evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 ## The committed grid: SmolLM2 at seeds 0-2 and three leak forms, Gemma-3, the tiny world (about 2 h 50 min)
 	$(MAKE) evidence-report
 
 evidence-smollm2-seed0: $(STAMP) ## SmolLM2, verbatim leak, seed 0, 1-8 epochs, three text views: about 32 min
@@ -393,7 +394,7 @@ evidence-smollm2: evidence-smollm2-seed0 ## SmolLM2, verbatim leak, seeds 0-2, 1
 evidence-forms: $(STAMP) ## SmolLM2, the two reworded leaks at 4 epochs, seed 0, three text views: about 35 min
 	$(call ev_run,smollm2,real_world_pq real_world_reworded,0,4,$(EV_SNAP4),4,$(EV_ALL_VIEWS),$(EV_LM_ARGS))
 
-evidence-tiny: $(STAMP) ## The tiny world on the same grid, seeds 0-2 (EV_TINY_SEEDS), three text views: about 30 min
+evidence-tiny: $(STAMP) ## The tiny world on the same grid, seeds 0-2 (EV_TINY_SEEDS), three text views: about 11 min a seed
 	$(call ev_run,tiny,evidence_tiny,$(EV_TINY_SEEDS),8,$(EV_SNAP8),1 2 4 8,$(EV_ALL_VIEWS))
 
 evidence-gemma3: $(STAMP) ## Gemma-3-270m, verbatim leak, seed 0, 1 and 2 epochs: about 17 min
