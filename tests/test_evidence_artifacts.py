@@ -124,8 +124,11 @@ def test_the_rebuild_on_another_cpu_is_what_real_world_md_says():
                 diff = roc_auc_score(committed["leaked"], old) - roc_auc_score(rebuilt["leaked"], new)
                 worst = max(worst, abs(diff))
     text = (REPO / "docs/real_world.md").read_text().split("## Rebuilding the artifacts")[1].split("\n## ")[0]
-    quoted = [f"{drop(rebuilt, 8):.3f} against the committed {drop(committed, 8):.3f}",
-              f"at 1 epoch {drop(rebuilt, 1):.3f} against\n{drop(committed, 1):.3f}", f"within {worst:.3f} of"]  # fmt: skip
+    quoted = [
+        f"{drop(rebuilt, 8):.3f} against the committed {drop(committed, 8):.3f}",
+        f"at 1 epoch {drop(rebuilt, 1):.3f} against\n{drop(committed, 1):.3f}",
+        f"within {worst:.3f} of",
+    ]
     for q in quoted:
         assert q in text, q
     # the decisions of the dose table (H2: contaminated − sham above 0; the sham's interval covering 0.5), seed 0
