@@ -410,7 +410,8 @@ def _pooled_section(model: str, domain: str, side: int, group: list[dict[str, An
                     continue
                 point, (low, high), _ = pooled_rate(per_seed)
                 cells.append(f"{point:.2f} [{low:.2f}, {high:.2f}] ({counts})")
-            lines.append(f"| {m} | {_reading_name(reading)} | " + " | ".join(cells) + " |")
+            if any(c != "–" for c in cells):  # a reading some seed did not read (ReCaLL at one seed): no row
+                lines.append(f"| {m} | {_reading_name(reading)} | " + " | ".join(cells) + " |")
     return lines
 
 
