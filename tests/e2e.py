@@ -4,9 +4,11 @@ For the tests about what a process adds (exit status, stderr, console output, mu
 in-process (:mod:`jobs`).
 """
 
+import functools
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import prewarmed
@@ -39,6 +41,19 @@ EVALUATE = ("m=4", "max_new_tokens=24", "metric.bootstrap=50", "progress=false")
 # The small world (configs/experiment/small_world.yaml, also make smoke's): the default world at a size that trains
 # in under a minute; its verbatim leak stays detectable (docs/world.md#the-small-world).
 SMALL_WORLD = ["experiment=small_world"]
+
+
+@functools.cache
+def stamp() -> str:
+    """``STAMP=<file>``: a make command line that treats the venv as installed (the suite runs in it).
+
+    A fresh file, newer than pyproject.toml, so that its install rule (``$(STAMP): pyproject.toml``) never runs.
+    (``STAMP=Makefile`` would make that rule one for the Makefile itself, which make remakes before anything else
+    wherever a fresh clone left pyproject.toml the newer file: it ran the install recipe beside the tests.)
+    """
+    path = Path(tempfile.mkdtemp(prefix="contamlab-stamp-")) / "installed"
+    path.touch()
+    return f"STAMP={path}"
 
 
 def train(tmp: Path, *overrides: str, wait: bool = True, tag: str = "run"):

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from e2e import stamp
 
 REPO = Path(__file__).resolve().parents[1]
 EVIDENCE = sorted((REPO / "results" / "evidence").glob("*.json"))
@@ -30,12 +31,12 @@ STAGES = ("clean", "contaminated", "sham")
 def echoed(*targets: str) -> tuple[tuple[str, ...], ...]:
     """The commands ``make <targets>`` runs, each without its leading ``python``."""
     done = subprocess.run(
-        ["make", "-s", "--no-print-directory", "-C", str(REPO), *targets, "PY=echo python", "STAMP=Makefile"],
+        ["make", "-s", "--no-print-directory", "-C", str(REPO), *targets, "PY=echo python", stamp()],
         capture_output=True,
         text=True,
         timeout=120,
-        check=True,
     )
+    assert done.returncode == 0, done.stdout[-1500:] + done.stderr[-1500:]
     return tuple(tuple(shlex.split(line)[1:]) for line in done.stdout.splitlines() if line.startswith("python "))
 
 

@@ -7,11 +7,11 @@ import subprocess
 import sys
 
 import pytest
-from e2e import REPO
+from e2e import REPO, stamp
 
 
 def test_make_bench_trains_what_it_needs():
-    plan = subprocess.run(["make", "-n", "bench", "STAMP=Makefile"], cwd=REPO, capture_output=True, text=True)
+    plan = subprocess.run(["make", "-n", "bench", stamp()], cwd=REPO, capture_output=True, text=True)
     assert plan.returncode == 0, plan.stderr
     lines = plan.stdout.splitlines()
     first_bench = next(i for i, line in enumerate(lines) if "benchmarks/" in line)
@@ -38,7 +38,7 @@ def test_make_sync_skips_partial_stages(tmp_path):
         (tmp_path / "outputs" / "models" / "tiny" / "arith" / stage / "wandb" / f"offline-run-{stage}").mkdir(
             parents=True
         )
-    plan = subprocess.run(["make", "-n", "sync", "STAMP=Makefile"], cwd=REPO, capture_output=True, text=True)
+    plan = subprocess.run(["make", "-n", "sync", stamp()], cwd=REPO, capture_output=True, text=True)
     command = next(line for line in plan.stdout.splitlines() if "offline-run-" in line)
     command = command.split("| xargs")[0] + "| xargs -0 -r -n1 basename"
     found = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, check=True)

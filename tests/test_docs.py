@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import DATA
-from e2e import REPO
+from e2e import REPO, stamp
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
@@ -174,7 +174,7 @@ def test_make_smoke_prints_a_result(small_world, tmp_path):
     smoke.mkdir()
     shutil.copytree(small_world / "models", smoke / "models")
     done = subprocess.run(
-        ["make", "-C", str(REPO), "smoke", f"SMOKE={smoke}", "STAMP=Makefile"],
+        ["make", "-C", str(REPO), "smoke", f"SMOKE={smoke}", stamp()],
         capture_output=True,
         text=True,
         timeout=600,
