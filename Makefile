@@ -259,8 +259,8 @@ real-audit-error-rates: $(STAMP) ## Error-rate audits of SmolLM2 and Gemma-3 on 
 # The real-LM world (docs/real_world.md): SmolLM2-135M-Instruct and Gemma-3-270m LoRA-contaminated on the synthetic
 # arithmetic domain (a random half of the test problems leaked verbatim, or in another wording), at three seeds; then
 # the audit of every clean, sham and contaminated model as if it were released (non-members: fresh problems of the
-# same generator; reference: the sham control of the next seed, the contaminated model's recipe without membership),
-# and every detector on every pair (AUROC leaked vs
+# same generator; reference: the clean model of the next seed: another seed's sham is keyed by its own split and
+# items, which `sham@<seed>` does not name from this seed's world), and every detector on every pair (AUROC leaked vs
 # unleaked; the audits have scored both models already, so these read the detection cache).
 RW ?= outputs/real_world
 RW_MODELS ?= smollm2 gemma3
@@ -285,9 +285,9 @@ real-world: $(STAMP) ## The real-LM world: SmolLM2 and Gemma-3 contaminated at 3
 	for model in $(RW_MODELS); do for seed in $(RW_SEEDS); do \
 		ref=$$(echo $(RW_SEEDS) | awk -v s=$$seed '{for (i = 1; i <= NF; i++) if ($$i == s) print $$(i % NF + 1)}'); \
 		$(PY) audit.py -m experiment=real_world model=$$model seed=$$seed audit.target=clean,sham,contaminated \
-			audit.references=[sham@$$ref] $(RW_AUDIT) hydra.sweep.dir=$(RW)/audit/$$model-$$seed && \
+			audit.references=[clean@$$ref] $(RW_AUDIT) hydra.sweep.dir=$(RW)/audit/$$model-$$seed && \
 		$(PY) audit.py -m experiment=real_world_pq model=$$model seed=$$seed audit.target=contaminated \
-			audit.references=[sham@$$ref] $(RW_AUDIT) hydra.sweep.dir=$(RW)/audit/$$model-$$seed-pq && \
+			audit.references=[clean@$$ref] $(RW_AUDIT) hydra.sweep.dir=$(RW)/audit/$$model-$$seed-pq && \
 		$(PY) evaluate.py -m experiment=real_world model=$$model seed=$$seed detector=$(RW_DETECTORS) $(RW_DETECT) \
 			hydra.sweep.dir=$(RW)/detect/$$model-$$seed-real_world && \
 		$(PY) evaluate.py -m experiment=real_world_pq model=$$model seed=$$seed detector=$(RW_DETECTORS) $(RW_DETECT) \
@@ -345,9 +345,9 @@ real-world-error-rates: $(STAMP) ## Error-rate audits of the real-LM world's mod
 	for model in $(RW_MODELS); do for seed in $(RW_SEEDS); do \
 		ref=$$(echo $(RW_SEEDS) | awk -v s=$$seed '{for (i = 1; i <= NF; i++) if ($$i == s) print $$(i % NF + 1)}'); \
 		$(PY) audit.py -m experiment=real_world model=$$model seed=$$seed audit.target=clean,sham,contaminated \
-			audit.references=[sham@$$ref] $(RWC_AUDIT) hydra.sweep.dir=$(RWC)/$$model-$$seed && \
+			audit.references=[clean@$$ref] $(RWC_AUDIT) hydra.sweep.dir=$(RWC)/$$model-$$seed && \
 		$(PY) audit.py -m experiment=real_world_pq model=$$model seed=$$seed audit.target=contaminated \
-			audit.references=[sham@$$ref] $(RWC_AUDIT) hydra.sweep.dir=$(RWC)/$$model-$$seed-pq || exit 1; done; done
+			audit.references=[clean@$$ref] $(RWC_AUDIT) hydra.sweep.dir=$(RWC)/$$model-$$seed-pq || exit 1; done; done
 	$(PY) -m contamlab.analysis.real_world $(RWC) --models $(RW_MODELS_DIR)
 
 # The evidence study (docs/real_world.md#the-evidence-study): per model, leak form and seed, one run of the leak's

@@ -132,9 +132,9 @@ def test_real_world_expands_with_its_variables():
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("model.random_layers=2") == 6  # both trainings, both audits, both detections
     assert "strategy=none" in done.stdout and "hydra.sweep.dir=/x/audit/$model-$seed-pq" in done.stdout
-    # the sham controls audited beside the clean models, and the next seed's sham the reference of every audit
+    # the sham controls audited beside the clean models, the next seed's clean model the reference of every audit
     assert "audit.target=clean,sham,contaminated" in done.stdout
-    assert done.stdout.count("audit.references=[sham@$ref]") == 2 and "clean@" not in done.stdout
+    assert done.stdout.count("audit.references=[clean@$ref]") == 2
     assert "contamlab.analysis.real_world /x" in done.stdout
 
 
@@ -143,8 +143,8 @@ def test_real_world_runs_end_to_end_on_random_models(tmp_path):
     """make real-world on a random two-layer SmolLM2 at a plumbing size: every job, then the report (~4 min)."""
     _make_at_plumbing_size(tmp_path, "real-world", "RW_MODELS=smollm2", f"RW={tmp_path / 'rw'}", f"RW_ARGS={PLUMBING}")
     report = (tmp_path / "rw" / "real_world.md").read_text()
-    # three seeds: each seed's clean, sham and contaminated models audited against the next seed's sham, both leak
-    # forms detected
+    # three seeds: each seed's clean, sham and contaminated models audited against the next seed's clean model, both
+    # leak forms detected
     assert "### smollm2 (12 models audited)" in report
     assert "| false alarms (clean) | false alarms (sham) |" in report
     assert "| loss | verbatim |" in report and "| loss | paraphrased |" in report
