@@ -85,11 +85,6 @@ def _at_dose(args: tuple[str, ...], dose: int | str) -> tuple[str, ...]:
     return (*(a for a in args if not a.startswith("domain.leak_epochs=")), f"domain.leak_epochs={dose}")
 
 
-@pytest.fixture(autouse=True)
-def _data(monkeypatch):
-    monkeypatch.setenv("CONTAMLAB_DATA_DIR", str(REPO.parent / "shared" / "data"))
-
-
 @pytest.mark.parametrize("path", EVIDENCE, ids=lambda p: p.stem)
 def test_make_evidence_full_trains_and_scores_the_models_of_each_evidence_artifact(path):
     a = json.loads(path.read_text())
