@@ -68,6 +68,13 @@ def _plain(a: dict, reading: str, dose: int) -> tuple[np.ndarray, dict[str, np.n
     )
 
 
+def _plain_drop(a: dict, dose: int) -> float:
+    """The leak's loss drop of one seed by hand: contaminated − sham, leaked items minus unleaked, document view."""
+    leaked, s = _plain(a, "loss/document", dose)
+    gain = s["contaminated"] - s["sham"]  # scores are -loss: the gain in log-likelihood
+    return gain[leaked].mean() - gain[~leaked].mean()
+
+
 @pytest.mark.parametrize("world", sorted({(a["model"], a["experiment"]) for a in ARTIFACTS}), ids="-".join)
 def test_every_seed_value_of_the_dose_tables_is_recomputed_from_the_written_scores(world):
     """Each seed's AUROC (scikit-learn) and loss drop (plain means) equal the page's per-seed values, and the pooled
@@ -86,11 +93,7 @@ def test_every_seed_value_of_the_dose_tables_is_recomputed_from_the_written_scor
                 assert per_seed == pytest.approx(expected), (reading, dose, model)
                 assert pooled == pytest.approx(np.mean(expected))
             if reading == "loss/document":
-                drops = []
-                for a in group:
-                    leaked, s = _plain(a, reading, dose)
-                    gain = s["contaminated"] - s["sham"]  # scores are -loss: the gain in log-likelihood
-                    drops.append(gain[leaked].mean() - gain[~leaked].mean())
+                drops = [_plain_drop(a, dose) for a in group]
                 pooled, _, per_seed = evidence.loss_drop(seeds)
                 assert per_seed == pytest.approx(drops) and pooled == pytest.approx(np.mean(drops))
 
@@ -106,11 +109,6 @@ def test_the_rebuild_on_another_cpu_is_what_real_world_md_says():
     }
     assert rebuilt["train"]["run"]["machine"]["cpu"]["model"].startswith("Intel")
 
-    def drop(a, dose):
-        leaked, s = _plain(a, "loss/document", dose)
-        gain = s["contaminated"] - s["sham"]
-        return gain[leaked].mean() - gain[~leaked].mean()
-
     worst = 0.0
     for reading, by_model in committed["readings"].items():
         for model, scores in by_model.items():
@@ -125,8 +123,8 @@ def test_the_rebuild_on_another_cpu_is_what_real_world_md_says():
                 worst = max(worst, abs(diff))
     text = (REPO / "docs/real_world.md").read_text().split("## Rebuilding the artifacts")[1].split("\n## ")[0]
     quoted = [
-        f"{drop(rebuilt, 8):.3f} against the committed {drop(committed, 8):.3f}",
-        f"at 1 epoch {drop(rebuilt, 1):.3f} against\n{drop(committed, 1):.3f}",
+        f"{_plain_drop(rebuilt, 8):.3f} against the committed {_plain_drop(committed, 8):.3f}",
+        f"at 1 epoch {_plain_drop(rebuilt, 1):.3f} against\n{_plain_drop(committed, 1):.3f}",
         f"within {worst:.3f} of",
     ]
     for q in quoted:
