@@ -191,3 +191,25 @@ def test_the_leaderboard_says_too_few_items_where_it_has_no_verdict_column():
     rows = {line.split(" | ")[2]: line for line in leaderboard([audit]).splitlines()[2:]}
     assert rows["loss"].endswith("| — | — | too few items (n = 1 benchmark and 1 reference, need ≥ 10 per side) |")
     assert rows["zlib"].endswith("| **flagged** |")
+
+
+def test_another_seeds_reference_is_found_where_train_py_put_it_when_each_seed_draws_its_own_items(tmp_path):
+    # experiment=real_world: domain.generator.seed is ${seed}, so seed 1's clean model trained on other problems and
+    # its directory is keyed by them; the audit of seed 0 must look there, not under seed 0's problems
+    from contamlab.audit.models import AuditedModel
+    from contamlab.models.reference import ModelRef
+
+    models = f"paths.models_dir={tmp_path / 'models'}"
+    world = ["experiment=real_world", "model=smollm2", "model.random_layers=2"]
+    train = compose("train", [*world, models, "seed=1", "stage=clean"])
+    trained_at = model_store(train).stage_dir(build_domain(train.domain), "clean")
+    trained_at.mkdir(parents=True)
+    (trained_at / DONE_MARKER).write_text("{}")
+    cfg = _audit_cfg(tmp_path / "models", *world)
+    domain = build_domain(cfg.domain)
+    reference = AuditedModel(ModelRef.parse("clean@1", "audit.references"), cfg, model_store(cfg), domain)
+    assert reference.missing is None and reference.source == str(trained_at)
+    assert [q.question for q in reference.home.test] != [q.question for q in domain.test]  # the seeds' own problems
+    # seed 0's own clean model is not there yet: the target is missing, and its command is seed 0's
+    target = AuditedModel(ModelRef.parse("clean", "audit.target"), cfg, model_store(cfg), domain)
+    assert target.missing is not None and target.source != str(trained_at)

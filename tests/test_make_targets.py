@@ -140,7 +140,7 @@ def test_real_world_expands_with_its_variables():
 
 @pytest.mark.slow
 def test_real_world_runs_end_to_end_on_random_models(tmp_path):
-    """make real-world on a random two-layer SmolLM2 at a plumbing size: every job, then the report (~4 min)."""
+    """make real-world on a random two-layer SmolLM2 at a plumbing size: every job, then the report (~6 min)."""
     _make_at_plumbing_size(tmp_path, "real-world", "RW_MODELS=smollm2", f"RW={tmp_path / 'rw'}", f"RW_ARGS={PLUMBING}")
     report = (tmp_path / "rw" / "real_world.md").read_text()
     # three seeds: each seed's clean, sham and contaminated models audited against the next seed's clean model, both

@@ -105,6 +105,7 @@ def _context(
     progress: bool,
     loaded: LoadedModel,
     moments: bool,
+    home: Domain,
 ) -> DetectionContext:
     role = stage_role(stage)
     return DetectionContext(
@@ -117,7 +118,7 @@ def _context(
         samples=lambda: sample_model(
             sampling_setup(cfg, store), store, domain, source, Strategy(), role, progress, label=stage
         ),
-        lineage=lambda: _lineage(store, domain, source, stage),
+        lineage=lambda: _lineage(store, home, source, stage),
         progress=progress,
         moments=moments,
     )
@@ -133,6 +134,7 @@ def score_model(
     store: ModelStore | None = None,
     loaded: LoadedModel | None = None,
     moments: bool = True,
+    home: Domain | None = None,
 ) -> tuple[DetectorOutput, float, bool]:
     """The detector's output on one model (cached); returns (output, wall seconds, whether it came from cache).
 
@@ -141,8 +143,9 @@ def score_model(
     since building it (the model config's instantiation) costs more than reading a cached score. ``loaded`` is the
     caller's :class:`LoadedModel` of ``source`` when it scores the model more than once (loaded here when needed
     otherwise). ``moments``: whether a shared token pass computed here also computes the vocabulary moments (True: a
-    grid's Min-K%++ job may read the pass later; an audit that runs no Min-K%++ says False). The wall seconds are
-    those of the first computation, also when read from the cache.
+    grid's Min-K%++ job may read the pass later; an audit that runs no Min-K%++ says False). ``home``: the domain a
+    simulated ``source`` was trained on, where it is not ``domain`` (another seed's model: its recorded training
+    texts are found through it). The wall seconds are those of the first computation, also when read from the cache.
     """
     role = stage_role(stage)
     store = store or model_store(cfg)
@@ -160,7 +163,7 @@ def score_model(
     # a stop here loses only this detector on this model: every score written before it is kept
     with stopping.activity(f"scoring {detector.name} on the {stage} model (the scores before it are cached)"):
         loaded = loaded or LoadedModel(store, source)
-        context = _context(cfg, store, domain, source, stage, progress, loaded, moments)
+        context = _context(cfg, store, domain, source, stage, progress, loaded, moments, home or domain)
         output = detector.score(context)
     wall = time.perf_counter() - started
     if len(output.scores) != len(domain.test):

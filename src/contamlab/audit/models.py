@@ -14,7 +14,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from contamlab.config import group_choice
+from contamlab.config import build_domain, group_choice
 from contamlab.data.domain import Domain
 from contamlab.detectors.base import Detector, DetectorOutput
 from contamlab.models.reference import ModelRef
@@ -45,6 +45,10 @@ class AuditedModel:
         # another seed's simulated model: its config and store are the run's with that seed (the store is not rebuilt)
         self.cfg = cfg if self.seed == int(cfg.seed) else OmegaConf.merge(cfg, {"seed": self.seed})
         self.store = store = store if store.seed == self.seed else dataclasses.replace(store, seed=self.seed)
+        #: The domain its simulated model was trained on, which keys its directory: the audit's, or another seed's
+        #: where the seed draws its own problems (``experiment=real_world``: ``domain.generator.seed: ${seed}``).
+        self.home = domain if self.cfg is cfg else _domain_of(self.cfg, cfg, domain)
+        domain = self.home
         #: Where the simulated model would be when it is not trained yet (None: it is, or it is not simulated).
         self.missing: Path | None = None
         if self.stage is None:
@@ -77,13 +81,32 @@ class AuditedModel:
         key = (detector.name, repr(sorted(detector.params().items())), str(domain.items))
         if key not in self._outputs:
             self._outputs[key] = score_model(
-                self.cfg, domain, detector, self.source, self.role, progress, self.store, self.loaded, moments
+                self.cfg,
+                domain,
+                detector,
+                self.source,
+                self.role,
+                progress,
+                self.store,
+                self.loaded,
+                moments,
+                home=self.home,
             )
         return self._outputs[key]
 
     def release(self) -> None:
         """Unload the model (its scores stay)."""
         self.loaded.release()
+
+
+def _domain_of(seed_cfg: DictConfig, cfg: DictConfig, domain: Domain) -> Domain:
+    """The domain under ``seed_cfg``, the audit's config at another seed.
+
+    ``domain`` itself when the seed changes none of its fields, else built anew (a synthetic benchmark: seconds).
+    """
+    if OmegaConf.to_container(seed_cfg.domain, resolve=True) == OmegaConf.to_container(cfg.domain, resolve=True):
+        return domain
+    return build_domain(seed_cfg.domain)
 
 
 # -- before any model loads: what is missing -------------------------------------------------------------------------
@@ -147,7 +170,7 @@ def _training_cost(model: AuditedModel, domain: Domain) -> str:
     )
 
 
-def missing_models_message(target: AuditedModel, references: list[AuditedModel], domain: Domain) -> str | None:
+def missing_models_message(target: AuditedModel, references: list[AuditedModel]) -> str | None:
     """One line naming every simulated model the audit needs and does not have, or None when none is missing.
 
     For each: which model, where it was looked for, how long training it takes, the exact train.py command, and how
@@ -158,7 +181,7 @@ def missing_models_message(target: AuditedModel, references: list[AuditedModel],
         if model.missing is None:
             continue
         what = f"the {model.stage} model of seed {model.seed}"
-        store = model.store
+        store, domain = model.store, model.home
         if not store.pretrain:  # a hub model's LoRA stages: the model's own hint (a GPU, a pair of one's own)
             how = store.missing_model_message(domain, model.stage, model.missing)
             if model.seed:

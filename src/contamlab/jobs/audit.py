@@ -78,7 +78,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     store = model_store(cfg)  # built once: every model of the audit reads it (another seed's derives from it)
     target = AuditedModel(ModelRef.parse(audit.target, "audit.target"), cfg, store, domain)
     references = [AuditedModel(ModelRef.parse(s, "audit.references"), cfg, store, domain) for s in audit.references]
-    missing = missing_models_message(target, references, domain)
+    missing = missing_models_message(target, references)
     if missing:
         raise ContamlabError(missing)
     if any(r.source == target.source for r in references):

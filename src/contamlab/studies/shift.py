@@ -212,7 +212,7 @@ def run(
     store = model_store(cfg)
     targets = {m: AuditedModel(ModelRef.parse(m, "models"), cfg, store, domain) for m in models}
     for m in targets.values():
-        missing = missing_models_message(m, [], domain)
+        missing = missing_models_message(m, [])
         if missing:
             raise SystemExit(missing)
     log.info("shift null: drawing %d null audits of %d items a side", draws, side)
