@@ -235,12 +235,25 @@ def timing_table(audits: Sequence[dict[str, Any]]) -> str:
     return table(["model", "benchmark", "target's detectors (s)", "job wall (s)", "per detector (s)"], body)
 
 
-def _null_group(r: dict[str, Any]) -> str:
-    """``sham`` for a sham control (in-domain tuning on fresh problems), ``clean`` for any other unleaked target.
+#: The groups a simulated target falls in by its truth: the unleaked ones (false alarms), then the leaks (power).
+NULL_GROUPS = ("clean", "sham")
+LEAK_GROUPS = ("verbatim", "paraphrased")
 
-    The two are kept apart because they answer different questions: a flag on the clean model is a false alarm of the
-    plain recipe, one on the sham a false alarm of extra in-domain training without membership.
+
+def _truth_group(r: dict[str, Any]) -> str | None:
+    """The group of an audit's simulated target by its truth; None where the truth is not known.
+
+    Its leak (``verbatim``, ``paraphrased``) where it saw the benchmark, else ``sham`` for a sham control (in-domain
+    tuning on fresh problems) or ``clean``.
+
+    The two unleaked groups are kept apart because they answer different questions: a flag on the clean model is a
+    false alarm of the plain recipe, one on the sham a false alarm of extra in-domain training without membership.
     """
+    truth = r["audit"].get("truth")
+    if not truth:
+        return None
+    if truth["contaminated"]:
+        return str(truth["leak"])
     return "sham" if ModelRef.parse(r["audit"]["target"]["spec"]).stage == "sham" else "clean"
 
 
@@ -252,10 +265,9 @@ def meta_audit(audits: Sequence[dict[str, Any]]) -> str | None:
     """
     rows: dict[str, dict[str, list[int]]] = {}
     for r in audits:
-        truth = r["audit"].get("truth")
-        if not truth:
+        group = _truth_group(r)
+        if group is None:
             continue
-        group = f"power_{truth['leak']}" if truth["contaminated"] else f"false_alarm_{_null_group(r)}"
         for v in r["audit"]["verdicts"]:
             if v["flagged"] is None:
                 continue
@@ -268,14 +280,14 @@ def meta_audit(audits: Sequence[dict[str, Any]]) -> str | None:
     def show(cell: list[int] | None) -> str:
         return "—" if not cell else f"{cell[0]}/{cell[1]}"
 
-    shams = any("false_alarm_sham" in g for g in rows.values())  # the sham column where sham controls were audited
+    shams = any("sham" in g for g in rows.values())  # the sham column where sham controls were audited
     body = [
         [
             name,
-            show(g.get("false_alarm_clean")),
-            *([show(g.get("false_alarm_sham"))] if shams else []),
-            show(g.get("power_verbatim")),
-            show(g.get("power_paraphrased")),
+            show(g.get("clean")),
+            *([show(g.get("sham"))] if shams else []),
+            show(g.get("verbatim")),
+            show(g.get("paraphrased")),
             _trust(g),
         ]
         for name, g in sorted(rows.items())
@@ -301,10 +313,9 @@ def error_rate_table(audits: Sequence[dict[str, Any]]) -> str | None:
     """
     rows: dict[str, dict[str, list[int]]] = {}
     for r in audits:
-        truth = r["audit"].get("truth")
-        if not truth or not r["audit"].get("error_rates"):
+        group = _truth_group(r)
+        if group is None or not r["audit"].get("error_rates"):
             continue
-        group = truth["leak"] if truth["contaminated"] else _null_group(r)
         for v in r["audit"]["verdicts"]:
             cal = (v.get("detail") or {}).get("error_rates")
             if not cal or "not_run" in cal:
@@ -360,12 +371,12 @@ def error_rate_table(audits: Sequence[dict[str, Any]]) -> str | None:
 
 def _trust(g: dict[str, list[int]]) -> str:
     """Trustworthy at a leak strength: no false alarm and every contaminated model of that leak flagged."""
-    nulls = [c for k in ("false_alarm_clean", "false_alarm_sham") if (c := g.get(k))]
+    nulls = [c for k in NULL_GROUPS if (c := g.get(k))]
     if not nulls:
         return "untested on clean models"
     if any(c[0] for c in nulls):
         return "false alarms"
-    held = [leak for leak in ("verbatim", "paraphrased") if (c := g.get(f"power_{leak}")) and c[0] == c[1]]
+    held = [leak for leak in LEAK_GROUPS if (c := g.get(leak)) and c[0] == c[1]]
     return f"trustworthy ({', '.join(held)} leak)" if held else "no false alarm, misses leaks"
 
 
