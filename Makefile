@@ -477,9 +477,9 @@ shift-null: $(STAMP) ## False alarms under shift on models that saw nothing -> r
 SN_SEEDS ?= 1 2
 SN_SEED_DRAWS ?= 10
 # The seeds whose audits also read ReCaLL and draw the choice condition (k and ReCaLL's prefix afresh per audit)
-SN_SEEDS_CHOICE ?= 1
+SN_SEEDS_CHOICE ?= 1 2
 
-shift-null-seeds: $(STAMP) ## The shift null on SmolLM2 at seeds 1 and 2 (10 audits each; ReCaLL + choice at 1) -> results/shift/ (about 1 h 20 min)
+shift-null-seeds: $(STAMP) ## The shift null on SmolLM2 at seeds 1 and 2 (10 audits each, with ReCaLL and choice) -> results/shift/ (about 2 h 10 min)
 	for seed in $(SN_SEEDS); do \
 		$(PY) train.py experiment=real_world model=smollm2 seed=$$seed $(SN_LM_ARGS) trainer.enable_progress_bar=false \
 			hydra.run.dir=$(SN)/train/smollm2-$$seed || exit 1; \
