@@ -365,7 +365,7 @@ EV_SNAP8 := [1,2,4]
 EV_SNAP4 := [1,2]
 EV_SNAP2 := [1]
 EV_TINY_SEEDS ?= 0 1 2
-EV_GEMMA3_SEEDS ?= 0 1
+EV_GEMMA3_SEEDS ?= 0 1 2
 # The committed real-LM runs projected every position onto the vocabulary in training (finetune.logits=all: they
 # predate `labelled`, which keys models of its own): pinned here, so that a rebuild trains the committed models.
 EV_LM_ARGS := finetune.logits=all
@@ -384,7 +384,7 @@ evidence: evidence-smollm2-seed0 ## The evidence study's default grid: sham cont
 	$(MAKE) evidence-tiny EV_TINY_SEEDS=0
 	$(MAKE) evidence-report
 
-evidence-full: evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 ## The committed grid: SmolLM2 at seeds 0-2 and three leak forms, Gemma-3 at 0-1, the tiny world (about 3 h 5 min)
+evidence-full: evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 ## The committed grid: SmolLM2 at seeds 0-2 and three leak forms, Gemma-3 at 0-2, the tiny world (about 3 h 20 min)
 	$(MAKE) evidence-report
 
 evidence-smollm2-seed0: $(STAMP) ## SmolLM2, verbatim leak, seed 0, 1-8 epochs, three text views: about 32 min
@@ -399,7 +399,7 @@ evidence-forms: $(STAMP) ## SmolLM2, the two reworded leaks at 4 epochs, seed 0,
 evidence-tiny: $(STAMP) ## The tiny world on the same grid, seeds 0-2 (EV_TINY_SEEDS), three text views: about 11 min a seed
 	$(call ev_run,tiny,evidence_tiny,$(EV_TINY_SEEDS),8,$(EV_SNAP8),1 2 4 8,$(EV_ALL_VIEWS))
 
-evidence-gemma3: $(STAMP) ## Gemma-3-270m, verbatim leak, seeds 0-1 (EV_GEMMA3_SEEDS), 1 and 2 epochs: about 13-17 min a seed
+evidence-gemma3: $(STAMP) ## Gemma-3-270m, verbatim leak, seeds 0-2 (EV_GEMMA3_SEEDS), 1 and 2 epochs: about 12-17 min a seed
 	$(call ev_run,gemma3,real_world,$(EV_GEMMA3_SEEDS),2,$(EV_SNAP2),1 2,document,$(EV_LM_ARGS))
 
 evidence-report: $(STAMP) ## The evidence study's artifacts (results/evidence) and pages from the runs under $(EV)
