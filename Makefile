@@ -259,8 +259,8 @@ real-audit-error-rates: $(STAMP) ## Error-rate audits of SmolLM2 and Gemma-3 on 
 # The real-LM world (docs/real_world.md): SmolLM2-135M-Instruct and Gemma-3-270m LoRA-contaminated on the synthetic
 # arithmetic domain (a random half of the test problems leaked verbatim, or in another wording), at three seeds; then
 # the audit of every clean, sham and contaminated model as if it were released (non-members: fresh problems of the
-# same generator; reference: the clean model of the next seed, as the meta-audit has always used; `sham@<seed>`
-# names the next seed's sham control just as well), and every detector on every pair (AUROC leaked vs
+# same generator; reference: the clean model of the next seed (`sham@<seed>`
+# names the next seed's sham control as well), and every detector on every pair (AUROC leaked vs
 # unleaked; the audits have scored both models already, so these read the detection cache).
 RW ?= outputs/real_world
 RW_MODELS ?= smollm2 gemma3
