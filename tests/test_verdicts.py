@@ -12,6 +12,7 @@ from scipy.stats import mannwhitneyu, norm
 from sklearn.metrics import roc_auc_score
 
 from contamlab.detectors import benbench, codec, constat, ngram
+from contamlab.metrics import roc
 from contamlab.metrics import verdicts as V
 from contamlab.metrics.roc import MIN_ITEMS_PER_SIDE, auroc_draws
 
@@ -74,7 +75,14 @@ def test_membership_test_flags_separated_groups_and_skips_nan():
     assert v.flagged is True
 
 
-def test_auroc_draws_equal_sklearn_on_every_resample():
+@pytest.fixture(params=["pairwise", "cumulative"])
+def auroc_path(request, monkeypatch):
+    """Both ways auroc_draws counts U: pairwise (small sides) and cumulative (large ones), forced by the threshold."""
+    monkeypatch.setattr(roc, "PAIRWISE_MAX", 10**9 if request.param == "pairwise" else 0)
+    return request.param
+
+
+def test_auroc_draws_equal_sklearn_on_every_resample(auroc_path):
     rng = np.random.default_rng(3)
     pos, neg = rng.normal(0.5, 1, 30), rng.normal(0, 1, 25)
     pos[:5] = neg[:5]  # ties across the groups
@@ -85,7 +93,7 @@ def test_auroc_draws_equal_sklearn_on_every_resample():
         assert got[b] == pytest.approx(roc_auc_score([1] * 30 + [0] * 25, np.concatenate([p, n])))
 
 
-def test_auroc_draws_with_ties_everywhere_equal_the_rank_sum_bit_for_bit():
+def test_auroc_draws_with_ties_everywhere_equal_the_rank_sum_bit_for_bit(auroc_path):
     from scipy.stats import rankdata
 
     rng = np.random.default_rng(4)
@@ -240,3 +248,22 @@ def test_every_reading_reports_too_few_items_instead_of_a_verdict(reading, words
     v = reading()
     assert v.verdict.startswith("too few items (") and v.verdict.endswith(words), v.verdict
     assert (v.value, v.interval, v.p_value, v.flagged) == (None, None, None, None)
+
+
+def test_shared_draws_are_counted_once_and_a_writeable_draw_every_time():
+    rng = np.random.default_rng(5)
+    pos, neg = rng.normal(1, 1, 12), rng.normal(0, 1, 10)
+    pos_idx, neg_idx = rng.integers(0, 12, (50, 12)), rng.integers(0, 10, (50, 10))
+    first = auroc_draws(pos, neg, pos_idx, neg_idx)
+    pos_idx[:] = 0  # a writeable draw changed in place: its new counts, not the old ones
+    expected = [roc_auc_score([1] * 12 + [0] * 10, np.concatenate([pos[i], neg[j]])) for i, j in zip(pos_idx, neg_idx)]
+    assert auroc_draws(pos, neg, pos_idx, neg_idx) == pytest.approx(expected)
+    assert not np.allclose(first, expected)
+    shared = pos_idx.copy()
+    shared.flags.writeable = False  # as metrics/seeds.py hands its draws out
+    for _ in range(2):  # counted, then from the kept counts
+        assert auroc_draws(pos, neg, shared, neg_idx) == pytest.approx(expected)
+    assert id(shared) in roc._COUNTED
+    key = id(shared)
+    del shared  # the entry leaves with its draw
+    assert key not in roc._COUNTED

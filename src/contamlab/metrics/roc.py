@@ -12,6 +12,7 @@ job's leaked / unleaked questions, the audit's benchmark / non-member items, the
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -122,14 +123,23 @@ def auroc_interval(
     return float(low), float(high)
 
 
+#: Largest P x N whose draws :func:`auroc_draws` counts pairwise (one [B, P] x [P, N] product); above it the product's
+#: O(B P N) costs more than the cumulative counts' O(B (P + N)). Measured on a 2-core AMD EPYC, pairwise against
+#: cumulative: 2.4x faster at 50 x 50 (B = 6,000, the evidence page's), 1.7x at 100 x 100, even at 200 x 200, 1.7x
+#: slower at 660 x 660.
+PAIRWISE_MAX = 20_000
+
+
 def auroc_draws(pos: np.ndarray, neg: np.ndarray, pos_idx: np.ndarray, neg_idx: np.ndarray) -> np.ndarray:
     """AUROC of each bootstrap draw: P(member > non-member) + 0.5 P(tie), by the Mann-Whitney U statistic.
 
-    A draw only repeats items of ``pos`` and ``neg``, so its U needs no ranking of the draw itself: with the members
-    sorted once, the drawn members at or below each non-member's value are a cumulative count of the draw's member
-    counts, and U = Σ over drawn non-members of (drawn members above it + ½ those tied with it). Every term is an
-    integer or a half, so U is exact in float64 and equals the rank-sum computation (``scipy.stats.rankdata``) bit for
-    bit, at O(B (P + N)) instead of sorting every draw (tests/test_verdicts.py checks both against scikit-learn).
+    A draw only repeats items of ``pos`` and ``neg``, so its U needs no ranking of the draw itself. With c_b the
+    draw's counts of each member [P] and d_b of each non-member [N], 2 U_b = c_b^T W d_b, where W[i, j] is 2 when
+    member i scores above non-member j, 1 on a tie and 0 below. Small sides take that as one matrix product over all
+    draws; larger ones count cumulatively instead: with the members sorted once, the drawn members at or below each
+    non-member's value are a cumulative count of the draw's member counts. Every term is an integer (sums far below
+    2^53), so 2 U is exact in float64 on both paths and equals the rank-sum computation (``scipy.stats.rankdata``) bit
+    for bit (tests/test_verdicts.py checks both paths against it and against scikit-learn).
 
     Args:
         pos: Member scores [P].
@@ -140,6 +150,42 @@ def auroc_draws(pos: np.ndarray, neg: np.ndarray, pos_idx: np.ndarray, neg_idx: 
     Returns:
         The AUROC of each draw [B].
     """
+    if pos.size * neg.size <= PAIRWISE_MAX:
+        twice_u = _twice_u_pairwise(pos, neg, pos_idx, neg_idx)
+    else:
+        twice_u = _twice_u_cumulative(pos, neg, pos_idx, neg_idx)
+    return twice_u / 2 / (pos_idx.shape[1] * neg_idx.shape[1])
+
+
+#: The counts of read-only draws already counted, by the draw's identity: a bootstrap that scores many readings on
+#: the same shared draws (metrics/seeds.py draws each page's once) counts them once. An entry leaves with its draw.
+_COUNTED: dict[int, np.ndarray] = {}
+
+
+def _draw_counts(idx: np.ndarray, n: int) -> np.ndarray:
+    """How often each of ``n`` items occurs in each draw: ``idx`` [B, K] -> counts [B, n] (float64, for BLAS)."""
+    shared = not idx.flags.writeable  # a writeable draw may change after it was counted: never kept
+    if shared and id(idx) in _COUNTED and _COUNTED[id(idx)].shape[1] == n:
+        return _COUNTED[id(idx)]
+    draws = idx.shape[0]
+    flat = (np.arange(draws)[:, None] * n + idx).ravel()  # [B * K]: item j of draw b at b * n + j
+    counts = np.bincount(flat, minlength=draws * n).reshape(draws, n).astype(np.float64)
+    if shared:
+        counts.flags.writeable = False
+        _COUNTED[id(idx)] = counts
+        weakref.finalize(idx, _COUNTED.pop, id(idx), None)  # the id may be reused once the draw is gone
+    return counts
+
+
+def _twice_u_pairwise(pos: np.ndarray, neg: np.ndarray, pos_idx: np.ndarray, neg_idx: np.ndarray) -> np.ndarray:
+    """2 U of each draw as c_b^T W d_b [B] (see :func:`auroc_draws`)."""
+    w = 2.0 * (pos[:, None] > neg[None, :]) + (pos[:, None] == neg[None, :])  # [P, N]: 2 above, 1 tied, 0 below
+    members, nonmembers = _draw_counts(pos_idx, pos.size), _draw_counts(neg_idx, neg.size)  # [B, P], [B, N]
+    return np.einsum("bn,bn->b", members @ w, nonmembers)  # [B]
+
+
+def _twice_u_cumulative(pos: np.ndarray, neg: np.ndarray, pos_idx: np.ndarray, neg_idx: np.ndarray) -> np.ndarray:
+    """2 U of each draw from cumulative member counts [B] (see :func:`auroc_draws`)."""
     order = np.argsort(pos, kind="stable")
     ranked = pos[order]  # [P] ascending
     place = np.empty(pos.size, np.int64)
@@ -155,5 +201,4 @@ def auroc_draws(pos: np.ndarray, neg: np.ndarray, pos_idx: np.ndarray, neg_idx: 
     le = at_or_below[rows + upto[neg_idx]]  # [B, N] drawn members <= each drawn non-member
     lt = at_or_below[rows + below[neg_idx]]  # [B, N] drawn members < it
     # 2 U = sum of 2 (n_pos - le) + (le - lt): an integer
-    twice_u = (2 * n_pos - le - lt).sum(axis=1, dtype=np.int64)  # [B]
-    return twice_u / 2 / (n_pos * neg_idx.shape[1])
+    return (2 * n_pos - le - lt).sum(axis=1, dtype=np.int64)  # [B]

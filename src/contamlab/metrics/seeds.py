@@ -11,6 +11,7 @@ it spans them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -45,35 +46,63 @@ def two_level(
     Returns:
         ``(mean of the seeds' values, (low, high), the per-seed values)``.
     """
+    if len(sizes) == 0:
+        raise ValueError("two_level: no seeds")
+    sizes = tuple((int(p), int(n)) for p, n in sizes)
+    draws, picked = _item_draws(sizes, n_boot, seed)
+    points, item_draws = [], []
+    for s, ((n_pos, n_neg), (idx_pos, idx_neg)) in enumerate(zip(sizes, draws)):
+        points.append(float(statistic(s, np.arange(n_pos)[None, :], np.arange(n_neg)[None, :])[0]))
+        item_draws.append(np.asarray(statistic(s, idx_pos, idx_neg)).reshape(n_boot, len(sizes)))  # [B, S]
+    return _over_seeds(points, item_draws, picked, confidence)
+
+
+@functools.lru_cache(maxsize=8)
+def _item_draws(
+    sizes: tuple[tuple[int, int], ...], n_boot: int, seed: int
+) -> tuple[tuple[tuple[np.ndarray, np.ndarray], ...], np.ndarray]:
+    """Every draw of :func:`two_level`, made once per sizes (they depend on nothing else).
+
+    A page of intervals over the same items (every reading of a world, every model) shares them, read-only.
+
+    Returns:
+        Per seed (member draws [B*S, P], non-member draws [B*S, N]), and the seed drawn into each place [B, S].
+    """
     rng = np.random.default_rng(seed)
     n_seeds = len(sizes)
-    if n_seeds == 0:
-        raise ValueError("two_level: no seeds")
-    points, item_draws = [], []
-    for s, (n_pos, n_neg) in enumerate(sizes):
-        points.append(float(statistic(s, np.arange(n_pos)[None, :], np.arange(n_neg)[None, :])[0]))
+    per_seed = []
+    for n_pos, n_neg in sizes:
         # one independent item draw per (replicate, place among the S drawn seeds): a seed drawn twice in a replicate
         # gets two item draws of its own
         idx_pos = rng.integers(0, n_pos, (n_boot * n_seeds, n_pos))
         idx_neg = rng.integers(0, n_neg, (n_boot * n_seeds, n_neg))
-        item_draws.append(np.asarray(statistic(s, idx_pos, idx_neg)).reshape(n_boot, n_seeds))  # [B, S]
-    return _over_seeds(points, item_draws, rng, confidence)
+        per_seed.append((_read_only(idx_pos), _read_only(idx_neg)))
+    return tuple(per_seed), _read_only(_seed_picks(rng, n_boot, n_seeds))
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+def _seed_picks(rng: np.random.Generator, n_boot: int, n_seeds: int) -> np.ndarray:
+    """The seed level's draws, after the item level's from the same generator: which seed fills each place [B, S]."""
+    return rng.integers(0, n_seeds, (n_boot, n_seeds))
 
 
 def _over_seeds(
-    points: list[float], item_draws: list[np.ndarray], rng: np.random.Generator, confidence: float
+    points: list[float], item_draws: list[np.ndarray], picked: np.ndarray, confidence: float
 ) -> tuple[float, tuple[float, float], list[float]]:
     """The seed level of a two-level bootstrap, once each seed's item draws are made.
 
     Args:
         points: Each seed's value on its own items.
         item_draws: Per seed, its statistic in ``[B, S]`` independent item draws (one per replicate and place).
-        rng: The generator of the item draws, continued here for the seeds.
+        picked: Which seed fills each place of each replicate [B, S] (:func:`_seed_picks`).
         confidence: Coverage of the interval.
     """
     n_seeds, n_boot = len(points), item_draws[0].shape[0]
     table = np.stack(item_draws)  # [S seeds, B, S places]
-    picked = rng.integers(0, n_seeds, (n_boot, n_seeds))  # [B, S]: which seed fills each place
     replicates = table[picked, np.arange(n_boot)[:, None], np.arange(n_seeds)[None, :]].mean(axis=1)  # [B]
     alpha = (1 - confidence) / 2
     low, high = np.quantile(replicates, [alpha, 1 - alpha])
@@ -133,20 +162,39 @@ def two_level_strata(
     Returns:
         ``(mean of the seeds' values, (low, high), the per-seed values)``.
     """
+    if len(strata) == 0:
+        raise ValueError("two_level_strata: no seeds")
+    labels = []
+    for s, seed_labels in enumerate(strata):
+        seed_labels = np.asarray(seed_labels)
+        if seed_labels.ndim != 1 or seed_labels.size == 0:
+            raise ValueError(f"two_level_strata: seed {s} has no items")
+        labels.append(tuple(seed_labels.tolist()))
+    orders, draws, picked = _strata_draws(tuple(labels), n_boot, seed)
+    points = [float(statistic(s, order[None, :])[0]) for s, order in enumerate(orders)]
+    item_draws = [np.asarray(statistic(s, d)).reshape(n_boot, len(strata)) for s, d in enumerate(draws)]  # [B, S]
+    return _over_seeds(points, item_draws, picked, confidence)
+
+
+@functools.lru_cache(maxsize=8)
+def _strata_draws(
+    strata: tuple[tuple[int, ...], ...], n_boot: int, seed: int
+) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...], np.ndarray]:
+    """Every draw of :func:`two_level_strata`, which depend on the labels alone (drawn once per page, read-only).
+
+    Returns:
+        Per seed its items grouped by stratum [n], per seed its item draws [B*S, n], and the seed picks [B, S].
+    """
     rng = np.random.default_rng(seed)
     n_seeds = len(strata)
-    if n_seeds == 0:
-        raise ValueError("two_level_strata: no seeds")
-    points, item_draws = [], []
-    for s, labels in enumerate(strata):
-        labels = np.asarray(labels)
-        if labels.ndim != 1 or labels.size == 0:
-            raise ValueError(f"two_level_strata: seed {s} has no items")
+    orders, draws = [], []
+    for seed_labels in strata:
+        labels = np.asarray(seed_labels)
         order = np.argsort(labels, kind="stable")  # [n]: the items grouped by stratum
         _, starts, sizes = np.unique(labels[order], return_index=True, return_counts=True)
         low = np.repeat(starts, sizes)  # [n]: where column j's stratum begins in `order`
-        points.append(float(statistic(s, order[None, :])[0]))
         # one independent item draw per (replicate, place among the S drawn seeds)
-        draws = order[rng.integers(low, low + np.repeat(sizes, sizes), (n_boot * n_seeds, labels.size))]
-        item_draws.append(np.asarray(statistic(s, draws)).reshape(n_boot, n_seeds))  # [B, S]
-    return _over_seeds(points, item_draws, rng, confidence)
+        drawn = order[rng.integers(low, low + np.repeat(sizes, sizes), (n_boot * n_seeds, labels.size))]
+        orders.append(_read_only(order))
+        draws.append(_read_only(drawn))
+    return tuple(orders), tuple(draws), _read_only(_seed_picks(rng, n_boot, n_seeds))
