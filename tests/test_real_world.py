@@ -89,16 +89,34 @@ def test_real_world_trains_on_a_random_smollm2(data_dir, tmp_path, random_smollm
     assert _found(leaked + unleaked, clean) == []
     assert _found(leaked + unleaked, read_training_texts(stages["sham"])) == []  # fresh problems only
 
-    # A cleared cache: the base the clean adapter points at is built again, with the same weights, when the
-    # contaminated stage trains on it or a job loads a stage.
+    # A cleared cache: the base the adapters point at is built again, with the same weights, when a job loads a
+    # stage (the slow tier's twin below: when a stage trains on it)
+    weights = (base / "model.safetensors").read_bytes()
+    shutil.rmtree(base)
+    model_store(cfg).load(str(stages["contaminated"]))
+    assert (base / "model.safetensors").read_bytes() == weights
+
+
+@pytest.mark.slow
+def test_a_cleared_cache_is_built_again_for_a_stage_that_trains_on_it(data_dir, tmp_path):
+    """The random base is rebuilt, byte for byte, when the contaminated stage trains after the cache was cleared.
+
+    Slow tier: two builds of the random model (reading the GGUF's metadata, about 8 s each on 2 cores) and the stages.
+    """
+    from contamlab.jobs.train import run
+
+    cache = tmp_path / "cache"
+    cfg = compose("train", [*TINY_REAL_WORLD, f"paths.models_dir={tmp_path / 'models'}", f"paths.cache_dir={cache}"])
+    stages = run(cfg)
+    base = cache / "smollm2" / random_dir_name(2)
     weights = (base / "model.safetensors").read_bytes()
     shutil.rmtree(base)
     shutil.rmtree(stages["contaminated"])
     assert list(run(cfg)) == ["clean", "contaminated", "sham"]
     assert (base / "model.safetensors").read_bytes() == weights
-    shutil.rmtree(base)
-    model_store(cfg).load(str(stages["contaminated"]))
-    assert (base / "model.safetensors").read_bytes() == weights
+    assert json.loads((stages["contaminated"] / "adapter_config.json").read_text())["base_model_name_or_path"] == str(
+        base
+    )
 
 
 def test_random_layers_keeps_real_keys_and_is_checked():
