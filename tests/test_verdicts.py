@@ -267,3 +267,7 @@ def test_shared_draws_are_counted_once_and_a_writeable_draw_every_time():
     key = id(shared)
     del shared  # the entry leaves with its draw
     assert key not in roc._COUNTED
+    view = pos_idx.view()
+    view.flags.writeable = False  # read-only, but its base may still change: never kept
+    auroc_draws(pos, neg, view, neg_idx)
+    assert id(view) not in roc._COUNTED

@@ -164,7 +164,8 @@ _COUNTED: dict[int, np.ndarray] = {}
 
 def _draw_counts(idx: np.ndarray, n: int) -> np.ndarray:
     """How often each of ``n`` items occurs in each draw: ``idx`` [B, K] -> counts [B, n] (float64, for BLAS)."""
-    shared = not idx.flags.writeable  # a writeable draw may change after it was counted: never kept
+    # kept only for a read-only array that owns its data: a writeable draw, or a view of one, may change later
+    shared = not idx.flags.writeable and idx.base is None
     if shared and id(idx) in _COUNTED and _COUNTED[id(idx)].shape[1] == n:
         return _COUNTED[id(idx)]
     draws = idx.shape[0]
