@@ -19,7 +19,8 @@ import numpy as np
 from contamlab.metrics.roc import auroc_draws
 
 #: A statistic of one seed's items under bootstrap draws: ``(seed index, member draws [K, P], non-member draws [K, N])``
-#: -> its value in each draw [K]. The identity draw (``arange``) gives the seed's point value.
+#: -> its value in each draw [K]. The identity draw (``arange``) gives the seed's point value. The draws are read-only:
+#: every interval over the same sizes shares them.
 Statistic = Callable[[int, np.ndarray, np.ndarray], np.ndarray]
 
 
@@ -133,7 +134,7 @@ def two_level_auroc(
 
 #: A statistic of one seed's items under stratified draws: ``(seed index, item draws [K, n])`` -> its value in each
 #: draw [K]. The columns of a draw are grouped by stratum, in ascending label order; the first call of each seed gets
-#: the identity draw (the items in that order), which gives the seed's point value.
+#: the identity draw (the items in that order), which gives the seed's point value. The draws are read-only (shared).
 StrataStatistic = Callable[[int, np.ndarray], np.ndarray]
 
 
