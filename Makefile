@@ -366,7 +366,7 @@ EV_SNAP4 := [1,2]
 EV_SNAP2 := [1]
 EV_TINY_SEEDS ?= 0 1 2
 EV_GEMMA3_SEEDS ?= 0 1 2
-EV_FORMS_SEEDS ?= 0
+EV_FORMS_SEEDS ?= 0 1 2
 # The committed real-LM runs projected every position onto the vocabulary in training (finetune.logits=all: they
 # predate `labelled`, which keys models of its own): pinned here, so that a rebuild trains the committed models.
 EV_LM_ARGS := finetune.logits=all
@@ -385,7 +385,7 @@ evidence: evidence-smollm2-seed0 ## The evidence study's default grid: sham cont
 	$(MAKE) evidence-tiny EV_TINY_SEEDS=0
 	$(MAKE) evidence-report
 
-evidence-full: evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 ## The committed grid: SmolLM2 at seeds 0-2 and three leak forms, Gemma-3 at 0-2, the tiny world (about 3 h 20 min)
+evidence-full: evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 ## The committed grid: SmolLM2 at seeds 0-2 and three leak forms, Gemma-3 at 0-2, the tiny world (about 4 h 10 min)
 	$(MAKE) evidence-report
 
 evidence-smollm2-seed0: $(STAMP) ## SmolLM2, verbatim leak, seed 0, 1-8 epochs, three text views: about 32 min
@@ -394,7 +394,7 @@ evidence-smollm2-seed0: $(STAMP) ## SmolLM2, verbatim leak, seed 0, 1-8 epochs, 
 evidence-smollm2: evidence-smollm2-seed0 ## SmolLM2, verbatim leak, seeds 0-2, 1-8 epochs (seeds 1-2 on the document view): about 1 h 25 min
 	$(call ev_run,smollm2,real_world,1 2,8,$(EV_SNAP8),1 2 4 8,document,$(EV_LM_ARGS))
 
-evidence-forms: $(STAMP) ## SmolLM2, the two reworded leaks at 4 epochs, seeds of EV_FORMS_SEEDS, three text views: about 35 min a seed
+evidence-forms: $(STAMP) ## SmolLM2, the two reworded leaks at 4 epochs, seeds 0-2 (EV_FORMS_SEEDS), three text views: about 25-35 min a seed
 	$(call ev_run,smollm2,real_world_pq real_world_reworded,$(EV_FORMS_SEEDS),4,$(EV_SNAP4),4,$(EV_ALL_VIEWS),$(EV_LM_ARGS))
 
 evidence-tiny: $(STAMP) ## The tiny world on the same grid, seeds 0-2 (EV_TINY_SEEDS), three text views: about 11 min a seed
