@@ -1,6 +1,6 @@
 """The two-level bootstrap behind the generated results pages: what sharing the draws and counting U pairwise save.
 
-    python benchmarks/bootstrap.py            # about 2 minutes on 2 cores
+    python benchmarks/bootstrap.py            # about 5 minutes on 2 cores (three rounds)
 
 Regenerates docs/results_evidence.md and docs/results_restoration.md from the committed artifacts
 (``results/evidence``, ``results/restoration``) four ways, alternating, ``--rounds`` times each:
@@ -21,10 +21,12 @@ or many times). Prints the median seconds of each and its ratio to the shipped o
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from contamlab.io import atomic_write_json
@@ -41,37 +43,29 @@ def _pages() -> dict[str, Callable[[], str]]:
     return {"evidence": lambda: evidence.page(ev), "restoration": lambda: restoration.page(rs, ev)}
 
 
-class _Variant:
-    """A way of computing the pages: which caches stay on and which U path small sides take."""
-
-    def __init__(self, share_draws: bool, pairwise: bool) -> None:
-        self.share_draws, self.pairwise = share_draws, pairwise
-
-    def __enter__(self) -> None:
-        self._saved = (seeds._item_draws, seeds._strata_draws, roc.PAIRWISE_MAX)
-        if not self.share_draws:  # a cache of size 0: every interval draws (and so counts) its items again
-            seeds._item_draws = _uncached(seeds._item_draws)
-            seeds._strata_draws = _uncached(seeds._strata_draws)
-        if not self.pairwise:
-            roc.PAIRWISE_MAX = 0
-        seeds._item_draws.cache_clear()
-        seeds._strata_draws.cache_clear()
-
-    def __exit__(self, *exc: object) -> None:
-        seeds._item_draws, seeds._strata_draws, roc.PAIRWISE_MAX = self._saved
+@contextlib.contextmanager
+def _variant(share_draws: bool, pairwise: bool) -> Iterator[None]:
+    """Compute the pages inside with the draws shared or drawn per interval, and U pairwise on small sides or not."""
+    saved = (seeds._item_draws, seeds._strata_draws, roc.PAIRWISE_MAX)
+    if not share_draws:  # a cache of size 0: every interval draws (and so counts) its items again
+        seeds._item_draws = functools.lru_cache(maxsize=0)(seeds._item_draws.__wrapped__)
+        seeds._strata_draws = functools.lru_cache(maxsize=0)(seeds._strata_draws.__wrapped__)
+    if not pairwise:
+        roc.PAIRWISE_MAX = 0
+    seeds._item_draws.cache_clear()
+    seeds._strata_draws.cache_clear()
+    try:
+        yield
+    finally:
+        seeds._item_draws, seeds._strata_draws, roc.PAIRWISE_MAX = saved
 
 
-def _uncached(cached):
-    import functools
-
-    return functools.lru_cache(maxsize=0)(cached.__wrapped__)
-
-
+#: Each variant's (share_draws, pairwise).
 VARIANTS = {
-    "as shipped": _Variant(share_draws=True, pairwise=True),
-    "shared draws, cumulative U": _Variant(share_draws=True, pairwise=False),
-    "draws per interval": _Variant(share_draws=False, pairwise=True),
-    "draws per interval, cumulative U": _Variant(share_draws=False, pairwise=False),
+    "as shipped": (True, True),
+    "shared draws, cumulative U": (True, False),
+    "draws per interval": (False, True),
+    "draws per interval, cumulative U": (False, False),
 }
 
 
@@ -85,7 +79,7 @@ def main() -> None:
     for _ in range(args.rounds):
         for name, make in pages.items():
             for variant, how in VARIANTS.items():
-                with how:
+                with _variant(*how):
                     start = time.perf_counter()
                     text = make()
                     seconds[name][variant].append(time.perf_counter() - start)
