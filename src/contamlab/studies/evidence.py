@@ -48,9 +48,21 @@ FIGURE = Path("docs/figures/evidence_dose.png")
 N_BOOT, BOOT_SEED = 2000, 0
 #: Models scored at each dose (the clean one once: it does not depend on the dose).
 DOSED = ("contaminated", "sham")
-DETECTORS = ("loss", "zlib", "mink", "minkpp")
+#: Every per-item reading of the dose curve; the first four in every part, the others where a part gives them
+#: (``EV_MORE_DETECTORS``: the tiny world and SmolLM2's seed 0, document view).
+DETECTORS = ("loss", "zlib", "mink", "minkpp", "dcpdd", "recall", "codec")
+#: The readings every world scored: the README's block.
+HEADLINE = DETECTORS[:4]
 VIEWS = ("document", "question", "answer")
-NAMES = {"loss": "Loss", "zlib": "Zlib", "mink": "Min-K%", "minkpp": "Min-K%++"}
+NAMES = {
+    "loss": "Loss",
+    "zlib": "Zlib",
+    "mink": "Min-K%",
+    "minkpp": "Min-K%++",
+    "dcpdd": "DC-PDD",
+    "recall": "ReCaLL",
+    "codec": "CoDeC",
+}
 MODELS = {"smollm2": "SmolLM2-135M", "gemma3": "Gemma-3-270m", "tiny": "tiny world"}
 FORMS = {
     "real_world": "verbatim",
@@ -60,7 +72,8 @@ FORMS = {
 }
 #: What an artifact keeps of each trained stage's train_summary.json: its identity and its cost.
 STAGE_FIELDS = ("key", "steps", "wall_s", "tokens_per_s", "tokens_per_epoch")
-_SWEEP = re.compile(r"^(?P<model>[a-z0-9]+)-(?P<exp>[a-z_]+)-(?P<seed>\d+)-e(?P<dose>\d+)$")
+#: A dose's sweep folder: the main one, or its ``-more`` sweep (``EV_MORE_DETECTORS``, the document view)
+_SWEEP = re.compile(r"^(?P<model>[a-z0-9]+)-(?P<exp>[a-z_]+)-(?P<seed>\d+)-e(?P<dose>\d+)(?:-more)?$")
 
 
 # -- collect ----------------------------------------------------------------------------------------------------------
@@ -117,17 +130,18 @@ def _train_record(train_dir: Path, doses: Sequence[int]) -> tuple[dict[str, Any]
 
 def collect(run_dir: Path, out: Path) -> list[Path]:
     """Write one artifact per (model, leak form, seed) of a ``make evidence`` run; return the files written."""
-    groups: dict[tuple[str, str, int], dict[int, Path]] = {}
+    groups: dict[tuple[str, str, int], dict[int, list[Path]]] = {}
     for sweep in sorted((run_dir / "detect").iterdir()):
         if m := _SWEEP.match(sweep.name):
-            groups.setdefault((m["model"], m["exp"], int(m["seed"])), {})[int(m["dose"])] = sweep
+            groups.setdefault((m["model"], m["exp"], int(m["seed"])), {}).setdefault(int(m["dose"]), []).append(sweep)
     written = []
     for (model, exp, seed), sweeps in sorted(groups.items()):
         readings: dict[str, Any] = {}
         items: dict[str, Any] = {}
         runs: dict[str, Any] = {}
-        for dose, sweep in sorted(sweeps.items()):
-            for job in sorted(p for p in sweep.iterdir() if (p / "results.json").is_file()):
+        for dose, folders in sorted(sweeps.items()):
+            jobs = sorted(p for sweep in folders for p in sweep.iterdir() if (p / "results.json").is_file())
+            for job in jobs:
                 reading, cols, results = _read_job(job)
                 if items and (cols["ids"], cols["leaked"]) != (items["ids"], items["leaked"]):
                     raise ValueError(f"{job}: other items than the seed's other jobs")
@@ -264,6 +278,11 @@ def _worlds(artifacts: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[
     return out
 
 
+def _scored(artifacts: list[dict[str, Any]]) -> list[str]:
+    """The detectors of :data:`DETECTORS` that some artifact scored on the document view."""
+    return [d for d in DETECTORS if any(f"{d}/document" in a["readings"] for a in artifacts)]
+
+
 def _doses(group: list[dict[str, Any]]) -> list[int]:
     return sorted({d for a in group for d in a["doses"]})
 
@@ -342,8 +361,8 @@ def page(artifacts: list[dict[str, Any]]) -> str:
             if not first:
                 continue
             top = seeds_of(group, f"{det}/document", doses[-1])
-            both = [a for a in group if str(doses[0]) in a["readings"][f"{det}/document"]["contaminated"]]
-            both = [a for a in both if str(doses[-1]) in a["readings"][f"{det}/document"]["contaminated"]]
+            scored = [a["readings"].get(f"{det}/document", {"contaminated": {}})["contaminated"] for a in group]
+            both = [a for a, r in zip(group, scored) if str(doses[0]) in r and str(doses[-1]) in r]
             response = "n/a"
             if both and doses[-1] != doses[0]:
                 lo, hi = seeds_of(both, f"{det}/document", doses[0]), seeds_of(both, f"{det}/document", doses[-1])
@@ -415,8 +434,8 @@ def page(artifacts: list[dict[str, Any]]) -> str:
         "Every world and dose, ordered by the leak's loss drop (contaminated vs sham, nats per token): compare two",
         "worlds only between rows of like strength. Cells: AUROC(contaminated) − AUROC(sham), document view.",
         "",
-        "| loss drop | world | dose | seeds | " + " | ".join(NAMES[d] for d in DETECTORS) + " |",
-        "|---|---|---|---|" + "---|" * len(DETECTORS),
+        "| loss drop | world | dose | seeds | " + " | ".join(NAMES[d] for d in _scored(artifacts)) + " |",
+        "|---|---|---|---|" + "---|" * len(_scored(artifacts)),
     ]
     rows = []
     for (model, exp), group in _worlds(artifacts).items():
@@ -426,7 +445,7 @@ def page(artifacts: list[dict[str, Any]]) -> str:
                 continue
             drop = loss_drop(strength)
             cells = []
-            for det in DETECTORS:
+            for det in _scored(artifacts):
                 seeds = seeds_of(group, f"{det}/document", dose)
                 cells.append(_cell(auroc_difference(seeds, "contaminated", "sham"), seeds=False) if seeds else "n/a")
             world = f"{MODELS.get(model, model)}, {FORMS.get(exp, exp)}"
@@ -444,14 +463,14 @@ def page(artifacts: list[dict[str, Any]]) -> str:
 def readme_block(artifacts: list[dict[str, Any]]) -> str:
     """The README's summary: per world, at its top dose, each reading's AUROC on the contaminated and the sham model."""
     lines = [
-        "| world (seeds), top dose | loss drop | " + " | ".join(NAMES[d] for d in DETECTORS) + " |",
-        "|---|---|" + "---|" * len(DETECTORS),
+        "| world (seeds), top dose | loss drop | " + " | ".join(NAMES[d] for d in HEADLINE) + " |",
+        "|---|---|" + "---|" * len(HEADLINE),
     ]
     for (model, exp), group in _worlds(artifacts).items():
         top = _doses(group)[-1]
         strength = seeds_of(group, "loss/document", top)
         cells = []
-        for det in DETECTORS:
+        for det in HEADLINE:
             seeds = seeds_of(group, f"{det}/document", top)
             cells.append(f"{auroc(seeds, 'contaminated')[0]:.2f} / {auroc(seeds, 'sham')[0]:.2f}" if seeds else "n/a")
         drop = f"{loss_drop(strength)[0]:.3f}" if strength else "n/a"
@@ -469,8 +488,14 @@ def figure(artifacts: list[dict[str, Any]], path: Path) -> None:
 
     worlds = _worlds(artifacts)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    fig, axes = plt.subplots(1, len(DETECTORS), figsize=(3.2 * len(DETECTORS), 3.4), sharey=True)
-    for ax, det in zip(axes, DETECTORS):
+    shown = _scored(artifacts)
+    cols = min(4, len(shown))
+    rows = -(-len(shown) // cols)
+    fig, grid = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.1 * rows + 0.6), sharey=True, squeeze=False)
+    axes = grid.ravel()
+    for ax in axes[len(shown) :]:
+        ax.axis("off")
+    for ax, det in zip(axes, shown):
         for colour, ((model, exp), group) in zip(colours, worlds.items()):
             label = f"{MODELS.get(model, model)}, {FORMS.get(exp, exp)}"
             for which, style in (("contaminated", "-"), ("sham", "--")):
@@ -488,10 +513,11 @@ def figure(artifacts: list[dict[str, Any]], path: Path) -> None:
         ax.set_xticks(ticks, [str(t) for t in ticks])
         ax.set_title(NAMES[det])
         ax.set_xlabel("epochs over the leaked half")
-    axes[0].set_ylabel("AUROC, leaked vs unleaked")
+    for ax in grid[:, 0]:
+        ax.set_ylabel("AUROC, leaked vs unleaked")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=7, frameon=False)
-    fig.tight_layout(rect=(0, 0.08 + 0.04 * (len(labels) // 4), 1, 1))
+    fig.tight_layout(rect=(0, (0.08 + 0.04 * (len(labels) // 4)) / rows, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
