@@ -370,34 +370,35 @@ EV_FORMS_SEEDS ?= 0 1 2
 # The committed real-LM runs projected every position onto the vocabulary in training (finetune.logits=all: they
 # predate `labelled`, which keys models of its own): pinned here, so that a rebuild trains the committed models.
 EV_LM_ARGS := finetune.logits=all
-# The other per-item readings, on the document view alone, in the parts that give them (the tiny world's seeds and
-# SmolLM2's seed 0): DC-PDD reads the shared token pass, ReCaLL one more pass after its prefix, CoDeC one in context.
-# CDD and BenBench sample or generate per item, ConStat and the 13-gram overlap read no per-item membership score.
+# The other per-item readings, on the document view alone (`make evidence-more`, once the parts it reads have trained
+# their models): DC-PDD reads the shared token pass, ReCaLL one more pass after its prefix, CoDeC one in context.
+# CDD and BenBench sample or generate per item, ConStat and the 13-gram overlap give no per-item score of the model.
 EV_MORE_DETECTORS ?= dcpdd,recall,codec
-# $(call ev_run,model,experiments,seeds,top epochs,snapshots,doses,views,overrides[,more detectors]); the views are a
-# sweep (choice) even when one: a plain detector.text=X would be applied to the sweep's base config, whose detector
-# (none) has no text. The more detectors' sweep of a dose goes to <its sweep>-more.
+# $(call ev_run,model,experiments,seeds,top epochs,snapshots,doses,views,overrides); the views are a sweep (choice)
+# even when one: a plain detector.text=X would be applied to the sweep's base config, whose detector (none) has no text
 ev_run = for seed in $(3); do for exp in $(2); do \
 		$(PY) train.py experiment=$$exp model=$(1) seed=$$seed domain.leak_epochs=$(4) snapshots=$(5) $(8) \
 			trainer.enable_progress_bar=false $(EV_ARGS) hydra.run.dir=$(EV)/train/$(1)-$$exp-$$seed || exit 1; \
 		for dose in $(6); do \
 			$(EVAL) experiment=$$exp model=$(1) seed=$$seed domain.leak_epochs=$$dose strategy=none $(8) \
 				detector=$(EV_DETECTORS) "detector.text=choice($(7))" $(EV_ARGS) \
-				hydra.sweep.dir=$(EV)/detect/$(1)-$$exp-$$seed-e$$dose || exit 1; \
-			$(if $(9),$(EVAL) experiment=$$exp model=$(1) seed=$$seed domain.leak_epochs=$$dose strategy=none $(8) \
-				detector=$(9) "detector.text=choice(document)" $(EV_ARGS) \
-				hydra.sweep.dir=$(EV)/detect/$(1)-$$exp-$$seed-e$$dose-more || exit 1;) done; done; done
+				hydra.sweep.dir=$(EV)/detect/$(1)-$$exp-$$seed-e$$dose || exit 1; done; done; done
+# $(call ev_more,model,experiment,seeds,doses,overrides): EV_MORE_DETECTORS on models ev_run trained, to <sweep>-more
+ev_more = for seed in $(3); do for dose in $(4); do \
+		$(EVAL) experiment=$(2) model=$(1) seed=$$seed domain.leak_epochs=$$dose strategy=none $(5) \
+			detector=$(EV_MORE_DETECTORS) "detector.text=choice(document)" $(EV_ARGS) \
+			hydra.sweep.dir=$(EV)/detect/$(1)-$(2)-$$seed-e$$dose-more || exit 1; done; done
 
 evidence: evidence-smollm2-seed0 ## The evidence study's default grid: sham controls, dose curves, seed 0 of each world -> results/evidence (about 1 h)
 	$(MAKE) evidence-gemma3 EV_GEMMA3_SEEDS=0
 	$(MAKE) evidence-tiny EV_TINY_SEEDS=0
 	$(MAKE) evidence-report
 
-evidence-full: evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 ## The committed grid: SmolLM2 at seeds 0-2 and three leak forms, Gemma-3 at 0-2, the tiny world (about 4 h 10 min)
+evidence-full: evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 evidence-more ## The committed grid: SmolLM2 at seeds 0-2 and three leak forms, Gemma-3 at 0-2, the tiny world (about 4 h 10 min)
 	$(MAKE) evidence-report
 
 evidence-smollm2-seed0: $(STAMP) ## SmolLM2, verbatim leak, seed 0, 1-8 epochs, three text views: about 32 min
-	$(call ev_run,smollm2,real_world,0,8,$(EV_SNAP8),1 2 4 8,$(EV_ALL_VIEWS),$(EV_LM_ARGS),$(EV_MORE_DETECTORS))
+	$(call ev_run,smollm2,real_world,0,8,$(EV_SNAP8),1 2 4 8,$(EV_ALL_VIEWS),$(EV_LM_ARGS))
 
 evidence-smollm2: evidence-smollm2-seed0 ## SmolLM2, verbatim leak, seeds 0-2, 1-8 epochs (seeds 1-2 on the document view): about 1 h 25 min
 	$(call ev_run,smollm2,real_world,1 2,8,$(EV_SNAP8),1 2 4 8,document,$(EV_LM_ARGS))
@@ -406,10 +407,14 @@ evidence-forms: $(STAMP) ## SmolLM2, the two reworded leaks at 4 epochs, seeds 0
 	$(call ev_run,smollm2,real_world_pq real_world_reworded,$(EV_FORMS_SEEDS),4,$(EV_SNAP4),4,$(EV_ALL_VIEWS),$(EV_LM_ARGS))
 
 evidence-tiny: $(STAMP) ## The tiny world on the same grid, seeds 0-2 (EV_TINY_SEEDS), three text views: about 11 min a seed
-	$(call ev_run,tiny,evidence_tiny,$(EV_TINY_SEEDS),8,$(EV_SNAP8),1 2 4 8,$(EV_ALL_VIEWS),,$(EV_MORE_DETECTORS))
+	$(call ev_run,tiny,evidence_tiny,$(EV_TINY_SEEDS),8,$(EV_SNAP8),1 2 4 8,$(EV_ALL_VIEWS))
 
 evidence-gemma3: $(STAMP) ## Gemma-3-270m, verbatim leak, seeds 0-2 (EV_GEMMA3_SEEDS), 1 and 2 epochs: about 12-17 min a seed
 	$(call ev_run,gemma3,real_world,$(EV_GEMMA3_SEEDS),2,$(EV_SNAP2),1 2,document,$(EV_LM_ARGS))
+
+evidence-more: $(STAMP) ## DC-PDD, ReCaLL, CoDeC on the dose curve: the tiny world's seeds, SmolLM2's seed 0 (after their parts)
+	$(call ev_more,smollm2,real_world,0,1 2 4 8,$(EV_LM_ARGS))
+	$(call ev_more,tiny,evidence_tiny,$(EV_TINY_SEEDS),1 2 4 8,)
 
 evidence-report: $(STAMP) ## The evidence study's artifacts (results/evidence) and pages from the runs under $(EV)
 	$(PY) -m contamlab.studies.evidence collect $(EV) --out results/evidence
