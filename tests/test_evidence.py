@@ -5,6 +5,7 @@ in any recorded training text, and the statistics of its tables against hand com
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -139,3 +140,48 @@ def test_a_paired_difference_interval_is_narrower_than_the_unpaired_one():
         seeds.append(_seed(leaked, a=a, b=difficulty + rng.normal(0, 0.05, 100)))
     _, (low, high), _ = auroc_difference(seeds, "a", "b")
     assert 0 < low < high and high - low < 0.15
+
+
+def _job(sweep, name: str, detector: str, view: str, scores: dict[str, list[float]], commit: str = "c0") -> None:
+    """A detection job as a sweep of ``make evidence`` leaves it: overrides, per-question scores, results.json."""
+    job = sweep / name
+    (job / ".hydra").mkdir(parents=True)
+    (job / ".hydra" / "overrides.yaml").write_text(f"- detector={detector}\n- detector.text={view}\n")
+    rows = ["id,leaked," + ",".join(f"score_{m}" for m in scores)]
+    rows += [f"q{i},{i % 2}," + ",".join(str(v[i]) for v in scores.values()) for i in range(2)]
+    (job / "detection_per_question.csv").write_text("\n".join(rows) + "\n")
+    det = {m: {"wall_s": 1.0, "cached": False} for m in scores}
+    (job / "results.json").write_text(json.dumps({"detection": det, "run": {"git_commit": commit, "git_dirty": False}}))
+
+
+def test_collect_joins_a_doses_main_and_more_sweeps_into_one_artifact(tmp_path, monkeypatch):
+    """``make evidence-more`` writes ``<sweep>-more`` beside a dose's sweep: one artifact holds both sweeps."""
+    from contamlab.studies import evidence
+
+    monkeypatch.setattr(evidence, "_train_record", lambda train_dir, doses: ({"doses seen": list(doses)}, {}))
+    detect = tmp_path / "run" / "detect"
+    scores = {"contaminated": [0.1, 0.2], "sham": [0.3, 0.4], "clean": [0.5, 0.6]}
+    _job(detect / "tiny-evidence_tiny-0-e1", "0_x", "loss", "document", scores)
+    _job(
+        detect / "tiny-evidence_tiny-0-e1-more",
+        "0_x",
+        "recall",
+        "document",
+        {k: [-v for v in x] for k, x in scores.items()},
+        "c1",
+    )
+    _job(detect / "tiny-evidence_tiny-0-e2", "0_x", "loss", "document", {**scores, "contaminated": [0.7, 0.8]})
+    (written,) = evidence.collect(tmp_path / "run", tmp_path / "out")
+    a = json.loads(written.read_text())
+    assert written.name == "tiny-evidence_tiny-seed0.json" and a["doses"] == [1, 2]
+    assert a["train"] == {"doses seen": [1, 2]}
+    assert a["readings"]["loss/document"]["contaminated"] == {"1": [0.1, 0.2], "2": [0.7, 0.8]}
+    assert a["readings"]["recall/document"] == {
+        "clean": [-0.5, -0.6],
+        "contaminated": {"1": [-0.1, -0.2]},
+        "sham": {"1": [-0.3, -0.4]},
+    }
+    assert [(r["reading"], r["commit"]) for r in a["detect"]["1"]] == [
+        ("loss/document", "c0"),
+        ("recall/document", "c1"),
+    ]
