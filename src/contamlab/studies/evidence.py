@@ -283,6 +283,19 @@ def _scored(artifacts: list[dict[str, Any]]) -> list[str]:
     return [d for d in DETECTORS if any(f"{d}/document" in a["readings"] for a in artifacts)]
 
 
+def _fewer(det: str, group: list[dict[str, Any]]) -> str:
+    """`` (seeds …)``: the seeds that scored the reading where they are fewer than the world's; else empty."""
+    scored = sorted(a["seed"] for a in group if f"{det}/document" in a["readings"])
+    if len(scored) in (0, len(group)):
+        return ""
+    return f" (seed{'s' if len(scored) > 1 else ''} {', '.join(map(str, scored))})"
+
+
+def _name(det: str, group: list[dict[str, Any]]) -> str:
+    """The reading's name, with the seeds that scored it where they are fewer than the world's."""
+    return NAMES[det] + _fewer(det, group)
+
+
 def _doses(group: list[dict[str, Any]]) -> list[int]:
     return sorted({d for a in group for d in a["doses"]})
 
@@ -351,7 +364,7 @@ def page(artifacts: list[dict[str, Any]]) -> str:
                 if detects and det not in smallest:
                     smallest[det] = dose
                 lines.append(
-                    f"| {NAMES[det]} | {dose} | {_cell(cont)} | {_cell(sham)} | {_cell(diff)} | "
+                    f"| {_name(det, group)} | {dose} | {_cell(cont)} | {_cell(sham)} | {_cell(diff)} | "
                     f"{'yes' if detects else 'no'} | {'yes' if covers else 'no'} |"
                 )
         lines += ["", "| reading | clean model's AUROC | smallest detected dose | AUROC(top dose) − AUROC(dose 1) |"]
@@ -371,7 +384,9 @@ def page(artifacts: list[dict[str, Any]]) -> str:
                     for o, h in zip(lo, hi)
                 ]
                 response = _cell(auroc_difference(paired, "top", "one"))
-            lines.append(f"| {NAMES[det]} | {_cell(auroc(top, 'clean'))} | {smallest.get(det, 'none')} | {response} |")
+            lines.append(
+                f"| {_name(det, group)} | {_cell(auroc(top, 'clean'))} | {smallest.get(det, 'none')} | {response} |"
+            )
         lines += ["", "### Which text carries the signal (H4)", ""]
         rows, sham_cells, sham_cover = [], 0, 0
         for det in DETECTORS:
@@ -381,7 +396,7 @@ def page(artifacts: list[dict[str, Any]]) -> str:
                 if not all(cells):
                     continue
                 rows.append(
-                    f"| {NAMES[det]} | {dose} | "
+                    f"| {_name(det, group)} | {dose} | "
                     + " | ".join(_cell(auroc(s, "contaminated"), seeds=False) for s in cells)
                     + " |"
                 )
@@ -416,7 +431,8 @@ def page(artifacts: list[dict[str, Any]]) -> str:
                 seeds = seeds_of(group, f"{det}/document", dose)
                 if seeds:
                     lines.append(
-                        f"| {NAMES[det]} | {dose} | {_cell(mean_shift(seeds, 'sham', 'clean'), 3, False, 'g')} | "
+                        f"| {_name(det, group)} | {dose} | "
+                        f"{_cell(mean_shift(seeds, 'sham', 'clean'), 3, False, 'g')} | "
                         f"{_cell(mean_shift(seeds, 'contaminated', 'sham'), 3, False, 'g')} | "
                         f"{_cell(auroc(seeds, 'sham'), seeds=False)} |"
                     )
@@ -447,7 +463,8 @@ def page(artifacts: list[dict[str, Any]]) -> str:
             cells = []
             for det in _scored(artifacts):
                 seeds = seeds_of(group, f"{det}/document", dose)
-                cells.append(_cell(auroc_difference(seeds, "contaminated", "sham"), seeds=False) if seeds else "n/a")
+                diff = auroc_difference(seeds, "contaminated", "sham") if seeds else None
+                cells.append(_cell(diff, seeds=False) + _fewer(det, group) if diff else "n/a")
             world = f"{MODELS.get(model, model)}, {FORMS.get(exp, exp)}"
             rows.append(
                 (
@@ -511,7 +528,8 @@ def figure(artifacts: list[dict[str, Any]], path: Path) -> None:
         ax.set_xscale("log", base=2)
         ticks = sorted({d for g in worlds.values() for d in _doses(g)})
         ax.set_xticks(ticks, [str(t) for t in ticks])
-        ax.set_title(NAMES[det])
+        notes = [f"{MODELS.get(m, m)}{_fewer(det, g)}" for (m, _), g in worlds.items() if _fewer(det, g)]
+        ax.set_title("\n".join([NAMES[det], *notes]), fontsize=9)
         ax.set_xlabel("epochs over the leaked half")
     for ax in grid[:, 0]:
         ax.set_ylabel("AUROC, leaked vs unleaked")
