@@ -370,11 +370,12 @@ EV_FORMS_SEEDS ?= 0 1 2
 # The committed real-LM runs projected every position onto the vocabulary in training (finetune.logits=all: they
 # predate `labelled`, which keys models of its own): pinned here, so that a rebuild trains the committed models.
 EV_LM_ARGS := finetune.logits=all
-# The other per-item readings, on the document view alone (`make evidence-more`, once the parts it reads have trained
-# their models): DC-PDD reads the shared token pass, ReCaLL one more pass after its prefix, CoDeC one in context.
+# The other per-item readings, on the document view alone (`make evidence-more`: the tiny world's seeds, SmolLM2's and
+# Gemma-3's seed 0, once the parts it reads have trained their models): DC-PDD reads the shared token pass, ReCaLL one more pass after its prefix, CoDeC one in context.
 # CDD and BenBench sample or generate per item, ConStat and the 13-gram overlap give no per-item score of the model.
 EV_MORE_DETECTORS ?= dcpdd,recall,codec
 EV_MORE_SMOLLM2_SEEDS ?= 0
+EV_MORE_GEMMA3_SEEDS ?= 0
 # $(call ev_run,model,experiments,seeds,top epochs,snapshots,doses,views,overrides); the views are a sweep (choice)
 # even when one: a plain detector.text=X would be applied to the sweep's base config, whose detector (none) has no text
 ev_run = for seed in $(3); do for exp in $(2); do \
@@ -413,8 +414,9 @@ evidence-tiny: $(STAMP) ## The tiny world on the same grid, seeds 0-2 (EV_TINY_S
 evidence-gemma3: $(STAMP) ## Gemma-3-270m, verbatim leak, seeds 0-2 (EV_GEMMA3_SEEDS), 1 and 2 epochs: about 12-17 min a seed
 	$(call ev_run,gemma3,real_world,$(EV_GEMMA3_SEEDS),2,$(EV_SNAP2),1 2,document,$(EV_LM_ARGS))
 
-evidence-more: $(STAMP) ## DC-PDD, ReCaLL, CoDeC on the dose curve of the tiny world's seeds and SmolLM2's seed 0, once trained: about 20 min
+evidence-more: $(STAMP) ## DC-PDD, ReCaLL, CoDeC on the dose curve of the tiny world's seeds, SmolLM2's and Gemma-3's seed 0, once trained
 	$(call ev_more,smollm2,real_world,$(EV_MORE_SMOLLM2_SEEDS),1 2 4 8,$(EV_LM_ARGS))
+	$(call ev_more,gemma3,real_world,$(EV_MORE_GEMMA3_SEEDS),1 2,$(EV_LM_ARGS))
 	$(call ev_more,tiny,evidence_tiny,$(EV_TINY_SEEDS),1 2 4 8,)
 
 evidence-report: $(STAMP) ## The evidence study's artifacts (results/evidence) and pages from the runs under $(EV)
