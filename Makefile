@@ -371,8 +371,9 @@ EV_FORMS_SEEDS ?= 0 1 2
 # predate `labelled`, which keys models of its own): pinned here, so that a rebuild trains the committed models.
 EV_LM_ARGS := finetune.logits=all
 # The other per-item readings, on the document view alone (`make evidence-more`: the tiny world's seeds, SmolLM2's and
-# Gemma-3's seed 0, once the parts it reads have trained their models): DC-PDD reads the shared token pass, ReCaLL one more pass after its prefix, CoDeC one in context.
-# CDD and BenBench sample or generate per item, ConStat and the 13-gram overlap give no per-item score of the model.
+# Gemma-3's seed 0, once the parts it reads have trained their models): DC-PDD reads the shared token pass, ReCaLL
+# one more pass after its prefix, CoDeC one in context. CDD and BenBench sample or generate per item, ConStat and the
+# 13-gram overlap give no per-item score of the model.
 EV_MORE_DETECTORS ?= dcpdd,recall,codec
 EV_MORE_SMOLLM2_SEEDS ?= 0
 EV_MORE_GEMMA3_SEEDS ?= 0

@@ -48,8 +48,8 @@ FIGURE = Path("docs/figures/evidence_dose.png")
 N_BOOT, BOOT_SEED = 2000, 0
 #: Models scored at each dose (the clean one once: it does not depend on the dose).
 DOSED = ("contaminated", "sham")
-#: Every per-item reading of the dose curve; the first four in every part, the others where a part gives them
-#: (``EV_MORE_DETECTORS``: the tiny world and SmolLM2's seed 0, document view).
+#: Every per-item reading of the dose curve: the first four in every part, the others where ``make evidence-more``
+#: gives them (the document view of some parts' seeds; the page names those seeds).
 DETECTORS = ("loss", "zlib", "mink", "minkpp", "dcpdd", "recall", "codec")
 #: The readings every world scored: the README's block.
 HEADLINE = DETECTORS[:4]
