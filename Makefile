@@ -397,7 +397,7 @@ evidence: evidence-smollm2-seed0 ## The evidence study's default grid: sham cont
 	$(MAKE) evidence-tiny EV_TINY_SEEDS=0
 	$(MAKE) evidence-report
 
-evidence-full: evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 evidence-more ## The committed grid: SmolLM2 at seeds 0-2 and three leak forms, Gemma-3 at 0-2, the tiny world (about 4 h 30 min)
+evidence-full: evidence-smollm2 evidence-forms evidence-tiny evidence-gemma3 evidence-more ## The committed grid: SmolLM2 at seeds 0-2 and three leak forms, Gemma-3 at 0-2, the tiny world (about 4 h 45 min)
 	$(MAKE) evidence-report
 
 evidence-smollm2-seed0: $(STAMP) ## SmolLM2, verbatim leak, seed 0, 1-8 epochs, three text views: about 32 min
@@ -415,7 +415,7 @@ evidence-tiny: $(STAMP) ## The tiny world on the same grid, seeds 0-2 (EV_TINY_S
 evidence-gemma3: $(STAMP) ## Gemma-3-270m, verbatim leak, seeds 0-2 (EV_GEMMA3_SEEDS), 1 and 2 epochs: about 12-17 min a seed
 	$(call ev_run,gemma3,real_world,$(EV_GEMMA3_SEEDS),2,$(EV_SNAP2),1 2,document,$(EV_LM_ARGS))
 
-evidence-more: $(STAMP) ## DC-PDD, ReCaLL, CoDeC on the dose curve of the tiny world's seeds, SmolLM2's and Gemma-3's seed 0, once trained
+evidence-more: $(STAMP) ## DC-PDD, ReCaLL, CoDeC on the dose curve of the tiny world's seeds, SmolLM2's and Gemma-3's seed 0, once trained: about 37 min
 	$(call ev_more,smollm2,real_world,$(EV_MORE_SMOLLM2_SEEDS),1 2 4 8,$(EV_LM_ARGS))
 	$(call ev_more,gemma3,real_world,$(EV_MORE_GEMMA3_SEEDS),1 2,$(EV_LM_ARGS))
 	$(call ev_more,tiny,evidence_tiny,$(EV_TINY_SEEDS),1 2 4 8,)

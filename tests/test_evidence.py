@@ -185,3 +185,35 @@ def test_collect_joins_a_doses_main_and_more_sweeps_into_one_artifact(tmp_path, 
         ("loss/document", "c0"),
         ("recall/document", "c1"),
     ]
+
+
+def test_a_cell_whose_sham_excludes_half_reads_biased_and_is_not_a_detection():
+    """The analysis plan's H1 rule on the page: a difference above 0 against a sham whose interval excludes 0.5 is
+    biased by the split, and the smallest detected dose skips it."""
+    from contamlab.studies import evidence
+
+    rng = np.random.default_rng(0)
+    leaked = np.r_[np.ones(50), np.zeros(50)].astype(int)
+    member = 2.0 * leaked + rng.normal(0, 1, 100)  # AUROC near 0.92
+    nothing = rng.normal(0, 1, 100)
+    anti = -2.0 * leaked + rng.normal(0, 1, 100)  # a sham that reads the leaked items as non-members
+    artifact = {
+        "model": "tiny",
+        "experiment": "evidence_tiny",
+        "seed": 0,
+        "doses": [1, 2],
+        "leaked": leaked.tolist(),
+        "readings": {
+            "loss/document": {
+                "clean": nothing.tolist(),
+                "contaminated": {"1": member.tolist(), "2": member.tolist()},
+                "sham": {"1": anti.tolist(), "2": nothing.tolist()},
+            }
+        },
+        "train": {},
+    }
+    lines = evidence.page([artifact]).splitlines()
+    assert any(line.startswith("| Loss | 1 |") and line.endswith("| biased by the split | no |") for line in lines)
+    assert any(line.startswith("| Loss | 2 |") and line.endswith("| yes | yes |") for line in lines)
+    summary = next(line for line in lines if line.startswith("| Loss | ") and line.count("|") == 5)
+    assert summary.split("|")[3].strip() == "2"  # the smallest detected dose

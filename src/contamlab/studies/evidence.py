@@ -343,7 +343,8 @@ def page(artifacts: list[dict[str, Any]]) -> str:
             "### The dose curve (document view)",
             "",
             "H2 decides *detects* when the interval of AUROC(contaminated) − AUROC(sham) lies above 0; H1 holds",
-            "when the sham's interval covers 0.5.",
+            "when the sham's interval covers 0.5. A cell whose difference lies above 0 while its sham's interval",
+            "excludes 0.5 reads *biased by the split*, not as detecting (the analysis plan).",
             "",
             "| reading | dose | contaminated | sham | contaminated − sham | detects | sham covers 0.5 |",
             "|---|---|---|---|---|---|---|",
@@ -359,13 +360,14 @@ def page(artifacts: list[dict[str, Any]]) -> str:
                     auroc(seeds, "sham"),
                     auroc_difference(seeds, "contaminated", "sham"),
                 )
-                detects = diff[1][0] > 0
+                above = diff[1][0] > 0
                 covers = sham[1][0] <= 0.5 <= sham[1][1]
-                if detects and det not in smallest:
+                if above and covers and det not in smallest:
                     smallest[det] = dose
+                detects = ("yes" if covers else "biased by the split") if above else "no"
                 lines.append(
                     f"| {_name(det, group)} | {dose} | {_cell(cont)} | {_cell(sham)} | {_cell(diff)} | "
-                    f"{'yes' if detects else 'no'} | {'yes' if covers else 'no'} |"
+                    f"{detects} | {'yes' if covers else 'no'} |"
                 )
         lines += ["", "| reading | clean model's AUROC | smallest detected dose | AUROC(top dose) − AUROC(dose 1) |"]
         lines += ["|---|---|---|---|"]
