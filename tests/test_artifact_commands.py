@@ -50,9 +50,14 @@ def _naming(args: tuple[str, ...]) -> dict[str, str]:
     return {k: v for k, v in _settings(args).items() if not f"{k}=".startswith(NOT_KEYS)}
 
 
+def _matching(commands, program: str, **want: str) -> list[tuple[str, ...]]:
+    """The commands of ``program`` whose settings include ``want``."""
+    return [c for c in commands if c[0] == program and all(_settings(c).get(k) == v for k, v in want.items())]
+
+
 def _find(commands, program: str, **want: str) -> tuple[str, ...]:
     """The one command of ``program`` whose settings include ``want``."""
-    found = [c for c in commands if c[0] == program and all(_settings(c).get(k) == v for k, v in want.items())]
+    found = _matching(commands, program, **want)
     assert len(found) == 1, f"{program} {want}: {len(found)} commands of the target match"
     return found[0]
 
@@ -110,12 +115,7 @@ def test_make_evidence_full_trains_and_scores_the_models_of_each_evidence_artifa
 
 def _detections(commands, world: dict[str, str], dose: str) -> list[tuple[str, ...]]:
     """The target's detection sweeps of one world at one dose: the main one and, where the part has it, ``-more``."""
-    found = [
-        c
-        for c in commands
-        if c[0] == "evaluate.py"
-        and all(_settings(c).get(k) == v for k, v in {**world, "domain.leak_epochs": str(dose)}.items())
-    ]
+    found = _matching(commands, "evaluate.py", **world, **{"domain.leak_epochs": str(dose)})
     assert 1 <= len(found) <= 2, f"evaluate.py {world} at {dose}: {len(found)} commands of the target match"
     return found
 

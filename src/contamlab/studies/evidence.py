@@ -445,6 +445,7 @@ def page(artifacts: list[dict[str, Any]]) -> str:
                     lines.append(
                         f"| {a['seed']} | {name} | {t['steps']} | {t['wall_s']:.0f} | {t['tokens_per_s']:.0f} |"
                     )
+    shown = _scored(artifacts)
     lines += [
         "",
         "## The worlds at matched strength",
@@ -452,8 +453,8 @@ def page(artifacts: list[dict[str, Any]]) -> str:
         "Every world and dose, ordered by the leak's loss drop (contaminated vs sham, nats per token): compare two",
         "worlds only between rows of like strength. Cells: AUROC(contaminated) − AUROC(sham), document view.",
         "",
-        "| loss drop | world | dose | seeds | " + " | ".join(NAMES[d] for d in _scored(artifacts)) + " |",
-        "|---|---|---|---|" + "---|" * len(_scored(artifacts)),
+        "| loss drop | world | dose | seeds | " + " | ".join(NAMES[d] for d in shown) + " |",
+        "|---|---|---|---|" + "---|" * len(shown),
     ]
     rows = []
     for (model, exp), group in _worlds(artifacts).items():
@@ -463,7 +464,7 @@ def page(artifacts: list[dict[str, Any]]) -> str:
                 continue
             drop = loss_drop(strength)
             cells = []
-            for det in _scored(artifacts):
+            for det in shown:
                 seeds = seeds_of(group, f"{det}/document", dose)
                 diff = auroc_difference(seeds, "contaminated", "sham") if seeds else None
                 cells.append(_cell(diff, seeds=False) + _fewer(det, group) if diff else "n/a")
@@ -530,7 +531,7 @@ def figure(artifacts: list[dict[str, Any]], path: Path) -> None:
         ax.set_xscale("log", base=2)
         ticks = sorted({d for g in worlds.values() for d in _doses(g)})
         ax.set_xticks(ticks, [str(t) for t in ticks])
-        notes = [f"{MODELS.get(m, m)}{_fewer(det, g)}" for (m, _), g in worlds.items() if _fewer(det, g)]
+        notes = [f"{MODELS.get(m, m)}{fewer}" for (m, _), g in worlds.items() if (fewer := _fewer(det, g))]
         ax.set_title("\n".join([NAMES[det], *notes]), fontsize=9)
         ax.set_xlabel("epochs over the leaked half")
     for ax in grid[:, 0]:
